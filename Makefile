@@ -1,0 +1,58 @@
+# The README's commands.  `make run`: set up and run the whole course headless.
+# `make test`: set up and run the test suite (unit tests, then every notebook).
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+# The CPU build of PyTorch, installed explicitly BEFORE the package: a bare `torch`
+# requirement would pull a multi-GB CUDA build.  Elsewhere than this machine, point
+# pip at PyTorch's CPU wheel index, e.g. `make setup TORCH_PIP_ARGS="--index-url <cpu index>"`.
+TORCH_VERSION  ?= 2.13.0
+TORCH_PIP_ARGS ?=
+EXTRAS ?= serve,lab,dev
+STAMP  := $(VENV)/.labkit-setup
+PROFILE ?= smoke
+PYTEST_ARGS ?=
+
+.PHONY: setup run test lab fonts clean-runs strip help
+
+help:
+	@echo "make run    - set up .venv and run every notebook headless (smoke profile) -> runs/report.md"
+	@echo "make test   - set up .venv and run the whole test suite (unit tests + notebooks)"
+	@echo "make lab    - JupyterLab on 127.0.0.1 with the course open"
+	@echo "make setup  - only create/refresh .venv"
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml Makefile
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet torch==$(TORCH_VERSION) $(TORCH_PIP_ARGS)
+	$(BIN)/python -m pip install --quiet -e ".[$(EXTRAS)]"
+	@$(BIN)/python -c "import torch, sys; v = torch.__version__; sys.exit(0 if v.startswith('$(TORCH_VERSION)') else 'torch ' + v + ' replaced the pinned build: check the dependency ranges')"
+	@$(MAKE) --no-print-directory fonts
+	@touch $(STAMP)
+
+# matplotlib needs a CJK font for Chinese labels (labkit.viz.fonts picks it up).
+fonts:
+	@if fc-list 2>/dev/null | grep -qiE 'wenquanyi|noto sans cjk|source han'; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		(apt-get install -y -qq fonts-wqy-microhei >/dev/null 2>&1 || \
+		 (apt-get update -qq && apt-get install -y -qq fonts-wqy-microhei >/dev/null)) && \
+		rm -rf $$HOME/.cache/matplotlib; \
+	else echo "WARNING: no CJK font; Chinese plot labels will be boxes. Install fonts-wqy-microhei (or Noto Sans CJK)."; fi
+
+run: setup
+	$(BIN)/labkit course run --profile $(PROFILE)
+
+test: setup
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+lab: setup
+	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.root_dir=$(CURDIR) notebooks/00_start_here.ipynb
+
+# Committed notebooks carry no outputs (tests enforce it).
+strip:
+	$(BIN)/jupyter nbconvert --clear-output --inplace notebooks/*.ipynb
+
+clean-runs:
+	rm -rf runs

@@ -1,0 +1,151 @@
+"""Run profiles: the one object every notebook, script and test reads.
+
+`smoke` is sized for a 2-core CPU (the whole course in minutes, used by CI);
+`full` is sized for a GPU (real T5 shapes, real step counts).  Papermill
+parameters override profile values through `get_config(profile, **overrides)`.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import random
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Config:
+    profile: str = "smoke"
+    seed: int = 0
+    device: str = "auto"          # "auto" -> cuda if available, else cpu
+    threads: int = 0              # torch intra-op threads; 0 -> all cores (capped at 8)
+    # data
+    corpus_size: int = 1200       # generated articles for training experiments
+    eval_size: int = 120
+    # model / text
+    model_preset: str = "tiny"    # see labkit.model.PRESETS
+    max_source_len: int = 128     # truncation of inputs (the story's fix used 512)
+    max_target_len: int = 48
+    # training
+    batch_size: int = 16
+    steps: int = 150
+    lr: float = 1e-3
+    warmup_steps: int = 15
+    # distributed
+    nproc: int = 2
+    # per-cell timeout for headless runs (seconds)
+    cell_timeout: int = 900
+    extra: dict = field(default_factory=dict)
+
+    def replace(self, **overrides) -> "Config":
+        """A copy with overrides applied; `None` values mean "keep the profile's"."""
+        known = {f.name for f in dataclasses.fields(self)}
+        extra = dict(self.extra)
+        kw = {}
+        for k, v in overrides.items():
+            if v is None:
+                continue
+            key = k.lower()
+            if key in known:
+                kw[key] = v
+            else:
+                extra[key] = v
+        return dataclasses.replace(self, extra=extra, **kw)
+
+    @property
+    def torch_device(self):
+        return resolve_device(self.device)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+PROFILES: dict[str, Config] = {
+    "smoke": Config(),
+    "full": Config(
+        profile="full",
+        corpus_size=200_000,
+        eval_size=2_000,
+        model_preset="t5-base",
+        max_source_len=512,
+        max_target_len=64,
+        batch_size=32,
+        steps=20_000,
+        lr=3e-4,
+        warmup_steps=1_000,
+        nproc=0,                  # 0 -> every visible GPU
+        cell_timeout=6 * 3600,
+    ),
+}
+
+
+def get_config(profile: str = "smoke", **overrides) -> Config:
+    """The profile's config with papermill/CLI overrides applied.
+
+    >>> get_config("smoke", steps=10).steps
+    10
+    """
+    name = (profile or "smoke").lower()
+    if name not in PROFILES:
+        raise ValueError(f"unknown profile {profile!r}: choose one of {sorted(PROFILES)}")
+    return PROFILES[name].replace(**overrides)
+
+
+def resolve_device(device: str = "auto"):
+    import torch
+
+    if device in (None, "", "auto"):
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    dev = torch.device(device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError(
+            f"DEVICE={device!r} was asked for but this torch build sees no CUDA device "
+            f"(torch {torch.__version__}); use DEVICE='auto' or 'cpu'."
+        )
+    return dev
+
+
+def bf16_supported(device) -> bool:
+    import torch
+
+    dev = torch.device(device)
+    if dev.type == "cuda":
+        return torch.cuda.is_available() and torch.cuda.is_bf16_supported()
+    return False  # CPU autocast in bf16 is slower than fp32 on most CPUs: not worth it by default
+
+
+def seed_everything(seed: int) -> None:
+    """Seed python, numpy and torch (all devices) so a run is repeatable."""
+    import torch
+
+    random.seed(seed)
+    np.random.seed(seed % (2**32))
+    torch.manual_seed(seed)
+    if torch.cuda.is_available():
+        torch.cuda.manual_seed_all(seed)
+    os.environ["PYTHONHASHSEED"] = str(seed)
+
+
+def set_threads(n: int = 0) -> int:
+    """Set torch intra-op threads (0 -> cores, capped at 8); returns the number set."""
+    import torch
+
+    if n <= 0:
+        n = min(8, os.cpu_count() or 1)
+    torch.set_num_threads(n)
+    return n
+
+
+def setup(profile: str = "smoke", seed: int = 0, device: str = "auto", **overrides) -> Config:
+    """What a notebook's first code cell calls: config, seeds, threads, fonts."""
+    cfg = get_config(profile, seed=seed, device=device, **overrides)
+    seed_everything(cfg.seed)
+    set_threads(cfg.threads)
+    try:
+        from labkit.viz import fonts
+
+        fonts.configure()
+    except ImportError:
+        pass
+    return cfg

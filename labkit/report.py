@@ -1,0 +1,101 @@
+"""`runs/report.md` and `runs/report.html`: what each notebook proved.
+
+Built from the files in the results directory, so a report written after a
+partial run (`--only 03`) still shows the earlier notebooks' last results.
+"""
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+
+STATUS_MARK = {"passed": "PASS", "failed": "FAIL", "skipped": "SKIP", "not run": "—"}
+
+
+def collect(out: Path, infos) -> list[dict]:
+    rows = []
+    for info in infos:
+        d = out / info.stem
+        status = _read(d / "status.json") or {"status": "not run", "seconds": 0, "reason": ""}
+        results = _read(d / "results.json")
+        rows.append({"stem": info.stem, "title": info.title, **status, "results": results})
+    return rows
+
+
+def _read(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+
+
+def _fmt(x) -> str:
+    s = json.dumps(x, ensure_ascii=False) if not isinstance(x, str) else x
+    return s if len(s) <= 120 else s[:117] + "..."
+
+
+def render_md(rows: list[dict], profile: str) -> str:
+    n = {k: sum(r["status"] == k for r in rows) for k in ("passed", "failed", "skipped", "not run")}
+    lines = [f"# labkit course report ({profile} profile)", "",
+             f"{n['passed']} passed, {n['failed']} failed, {n['skipped']} skipped, {n['not run']} not run", "",
+             "| notebook | status | seconds | expectations |", "|---|---|---|---|"]
+    for r in rows:
+        exps = (r["results"] or {}).get("expectations", [])
+        ok = sum(e["passed"] for e in exps)
+        lines.append(f"| {r['stem']} | {STATUS_MARK[r['status']]} | {r.get('seconds', 0):.0f} | {ok}/{len(exps)} |")
+    for r in rows:
+        lines += ["", f"## {r['stem']} — {r['title']}", "", f"Status: **{r['status']}**"
+                  + (f" ({r['seconds']:.0f} s)" if r.get("seconds") else "")]
+        if r.get("reason"):
+            lines += ["", "```", r["reason"], "```"]
+        res = r["results"]
+        if res:
+            lines += ["", "| | expectation | observed | expected |", "|---|---|---|---|"]
+            for e in res.get("expectations", []):
+                lines.append(f"| {'PASS' if e['passed'] else 'FAIL'} | {e['name']} | "
+                             f"{_fmt(e['observed'])} | {e['expected']} |")
+            if res.get("metrics"):
+                lines += ["", "Metrics: " + ", ".join(f"`{k}` = {_fmt(v)}" for k, v in res["metrics"].items())]
+    return "\n".join(lines) + "\n"
+
+
+def render_html(rows: list[dict], profile: str) -> str:
+    e = html.escape
+    colors = {"passed": "#1a7f37", "failed": "#cf222e", "skipped": "#9a6700", "not run": "#57606a"}
+    parts = [f"<!doctype html><meta charset='utf-8'><title>labkit report ({e(profile)})</title>",
+             "<style>body{font-family:sans-serif;max-width:1100px;margin:2em auto}"
+             "table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:4px 8px;"
+             "text-align:left;vertical-align:top}pre{background:#f6f8fa;padding:8px;white-space:pre-wrap}</style>",
+             f"<h1>labkit course report — {e(profile)} profile</h1>",
+             "<table><tr><th>notebook</th><th>status</th><th>seconds</th><th>expectations</th></tr>"]
+    for r in rows:
+        exps = (r["results"] or {}).get("expectations", [])
+        parts.append(f"<tr><td><a href='#{e(r['stem'])}'>{e(r['stem'])}</a></td>"
+                     f"<td style='color:{colors[r['status']]}'><b>{e(r['status'])}</b></td>"
+                     f"<td>{r.get('seconds', 0):.0f}</td><td>{sum(x['passed'] for x in exps)}/{len(exps)}</td></tr>")
+    parts.append("</table>")
+    for r in rows:
+        parts.append(f"<h2 id='{e(r['stem'])}'>{e(r['stem'])} — {e(r['title'])}</h2>"
+                     f"<p>Status: <b style='color:{colors[r['status']]}'>{e(r['status'])}</b></p>")
+        if r.get("reason"):
+            parts.append(f"<pre>{e(r['reason'])}</pre>")
+        res = r["results"]
+        if res and res.get("expectations"):
+            parts.append("<table><tr><th></th><th>expectation</th><th>observed</th><th>expected</th></tr>")
+            for x in res["expectations"]:
+                mark = "&#10004;" if x["passed"] else "&#10008;"
+                parts.append(f"<tr><td>{mark}</td><td>{e(x['name'])}</td><td>{e(_fmt(x['observed']))}</td>"
+                             f"<td>{e(x['expected'])}</td></tr>")
+            parts.append("</table>")
+        if res and res.get("metrics"):
+            parts.append("<table><tr><th>metric</th><th>value</th></tr>" + "".join(
+                f"<tr><td>{e(k)}</td><td>{e(_fmt(v))}</td></tr>" for k, v in res["metrics"].items()) + "</table>")
+    return "\n".join(parts) + "\n"
+
+
+def write_reports(out: Path, infos, profile: str) -> tuple[Path, Path]:
+    rows = collect(out, infos)
+    md, page = out / "report.md", out / "report.html"
+    md.write_text(render_md(rows, profile), encoding="utf-8")
+    page.write_text(render_html(rows, profile), encoding="utf-8")
+    return md, page

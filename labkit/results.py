@@ -1,0 +1,131 @@
+"""Recorded results: each notebook states its claims as expectations.
+
+A run writes `runs/<notebook-stem>/results.json` with exactly this shape::
+
+    {"notebook": "01_dirty_data", "profile": "smoke", "seed": 0, "seconds": 41.2,
+     "expectations": [{"name": "...", "passed": true, "observed": ..., "expected": "..."}],
+     "metrics": {"name": value}}
+
+`finish()` raises `ExpectationFailed` naming every failed claim, so a papermill
+run fails and CI goes red.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+
+class ExpectationFailed(AssertionError):
+    pass
+
+
+def project_root() -> Path:
+    """The checkout's root (pyproject.toml beside labkit/): from the cwd up, else the package's parent."""
+    here = Path.cwd().resolve()
+    pkg_parent = Path(__file__).resolve().parents[1]
+    for p in (here, *here.parents, pkg_parent):
+        if (p / "pyproject.toml").exists() and (p / "labkit").is_dir():
+            return p
+    return here
+
+
+def runs_dir() -> Path:
+    """Where results go: $LABKIT_RUNS_DIR (set by the course runner) or <root>/runs."""
+    env = os.environ.get("LABKIT_RUNS_DIR")
+    return Path(env) if env else project_root() / "runs"
+
+
+def _jsonable(x: Any) -> Any:
+    """Plain JSON types for numpy/torch scalars and arrays; non-finite floats as strings."""
+    if hasattr(x, "tolist") and not isinstance(x, (str, bytes)):
+        x = x.tolist()
+    if isinstance(x, float):
+        return x if math.isfinite(x) else str(x)
+    if isinstance(x, dict):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    if isinstance(x, (str, int, bool)) or x is None:
+        return x
+    if hasattr(x, "item"):
+        return _jsonable(x.item())
+    return str(x)
+
+
+class Results:
+    """Collects expectations and metrics for one notebook run."""
+
+    def __init__(self, notebook: str, profile: str = "smoke", seed: int = 0, out_dir: str | Path | None = None):
+        self.notebook = Path(notebook).stem
+        self.profile = profile
+        self.seed = seed
+        self.out_dir = Path(out_dir) if out_dir else runs_dir() / self.notebook
+        self.expectations: list[dict] = []
+        self.metrics: dict[str, Any] = {}
+        self._t0 = time.perf_counter()
+
+    def expect(self, name: str, observed: Any, condition: bool | Callable[[Any], bool], expected: str) -> bool:
+        """Record a claim. `condition` is a bool or a predicate applied to `observed`."""
+        passed = bool(condition(observed) if callable(condition) else condition)
+        self.expectations.append(
+            {"name": name, "passed": passed, "observed": _jsonable(observed), "expected": expected}
+        )
+        mark = "PASS" if passed else "FAIL"
+        print(f"[{mark}] {name}: observed {_short(observed)}; expected {expected}")
+        return passed
+
+    def metric(self, name: str, value: Any) -> Any:
+        self.metrics[name] = _jsonable(value)
+        return value
+
+    def update(self, metrics: dict) -> None:
+        for k, v in metrics.items():
+            self.metric(k, v)
+
+    @property
+    def failed(self) -> list[dict]:
+        return [e for e in self.expectations if not e["passed"]]
+
+    def to_dict(self) -> dict:
+        return {
+            "notebook": self.notebook,
+            "profile": self.profile,
+            "seed": self.seed,
+            "seconds": round(time.perf_counter() - self._t0, 2),
+            "expectations": self.expectations,
+            "metrics": self.metrics,
+        }
+
+    def save(self) -> Path:
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        path = self.out_dir / "results.json"
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(self.to_dict(), ensure_ascii=False, indent=2), encoding="utf-8")
+        os.replace(tmp, path)
+        return path
+
+    def finish(self) -> Path:
+        """Save, then raise if any expectation failed (the last cell of every notebook)."""
+        path = self.save()
+        if not self.expectations:
+            raise ExpectationFailed(f"{self.notebook}: no expectations were recorded; a notebook must prove something")
+        if self.failed:
+            lines = [f"- {e['name']}: expected {e['expected']}, observed {_short(e['observed'])}" for e in self.failed]
+            raise ExpectationFailed(
+                f"{self.notebook}: {len(self.failed)} of {len(self.expectations)} expectations failed\n" + "\n".join(lines)
+            )
+        print(f"{self.notebook}: all {len(self.expectations)} expectations passed -> {path}")
+        return path
+
+
+def load(path: str | Path) -> dict:
+    return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+def _short(x: Any, n: int = 160) -> str:
+    s = repr(_jsonable(x))
+    return s if len(s) <= n else s[: n - 3] + "..."

@@ -1,0 +1,1 @@
+"""Plots and widgets shared by the notebooks."""

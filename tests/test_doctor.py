@@ -1,0 +1,43 @@
+import subprocess
+import sys
+
+from labkit import doctor
+
+
+def test_checks_pass_on_this_machine_and_torchrun_probe_really_runs_two_ranks():
+    checks = {c.name: c for c in doctor.run_checks(torchrun=True)}
+    assert checks["python"].status == "OK"
+    assert checks["torchrun x2"].status == "OK", checks["torchrun x2"].detail
+    assert not [c for c in checks.values() if c.status == "FAIL"]
+
+
+def test_cuda_build_without_gpu_fails_with_a_fix(monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.version, "cuda", "12.8")
+    monkeypatch.setattr(doctor, "nvidia_present", lambda: False)
+    c = doctor.check_torch_build()[0]
+    assert c.status == "FAIL" and "CPU" in c.fix
+
+
+def test_missing_required_package_fails_with_setup_fix(monkeypatch):
+    monkeypatch.setitem(doctor.PACKAGES, "no-such-pkg-xyz", ("no_such_pkg_xyz", True))
+    c = next(c for c in doctor.check_packages() if c.name == "no-such-pkg-xyz")
+    assert c.status == "FAIL" and "make setup" in c.fix
+
+
+def test_cli_exit_code_reflects_failures(monkeypatch, capsys):
+    monkeypatch.setattr(doctor, "run_checks", lambda torchrun: [doctor.Check("x", "FAIL", "broken", "do y")])
+    assert doctor._cmd_env(type("A", (), {"no_torchrun": True})()) == 1
+    assert "fix: do y" in capsys.readouterr().out
+
+
+def test_every_cli_command_has_working_help():
+    from labkit.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
+    assert {"course", "doctor", "bench"} <= set(sub.choices)
+    for name in sub.choices:
+        proc = subprocess.run([sys.executable, "-m", "labkit.cli", name, "--help"], capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, f"labkit {name} --help: {proc.stderr[-500:]}"
