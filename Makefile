@@ -47,8 +47,10 @@ run: setup
 test: setup
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
+# Root (containers, this course's CI machines) needs --allow-root or the server refuses to start.
 lab: setup
-	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.root_dir=$(CURDIR) notebooks/00_start_here.ipynb
+	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.root_dir=$(CURDIR) \
+		$(if $(filter 0,$(shell id -u)),--allow-root) notebooks/00_start_here.ipynb
 
 # Committed notebooks carry no outputs (tests enforce it).
 strip:
