@@ -1,0 +1,107 @@
+"""Text repair: mojibake (ftfy), control characters, whitespace, boilerplate lines.
+
+ftfy is configured to keep Chinese typography: its default
+`fix_character_width` folds full-width punctuation (`，` -> `,`, `：` -> `:`)
+and `uncurl_quotes` turns `“”` into `""` -- both would rewrite correct
+Chinese text, so both are off.  ftfy is also the slowest step, so it only
+runs when a cheap scan finds characters mojibake is made of.
+"""
+from __future__ import annotations
+
+import re
+import unicodedata
+
+import ftfy
+from ftfy.badness import is_bad
+
+FTFY_CONFIG = ftfy.TextFixerConfig(
+    fix_character_width=False,  # keep ，：；（） full-width, as Chinese text writes them
+    uncurl_quotes=False,        # keep “” ‘’
+    unescape_html=False,        # entities are the HTML parser's job; plain text may mean "&lt;"
+    remove_control_chars=False,  # strip_controls does it and reports it as its own fix
+    fix_line_breaks=False,      # likewise strip_controls
+    normalization=None,         # NFC happens in normalize_*; "changed" here must mean mojibake
+    explain=False,
+)
+
+# The signature of UTF-8 read as latin-1/cp1252: a UTF-8 lead byte (C2-F4) shown as a Latin-1
+# letter followed by a continuation byte (80-BF) shown as a C1 control, a Latin-1 symbol or a
+# cp1252 special ('æ–°' for 新).  Clean Chinese text -- even with ……, ©, “” -- never has it,
+# so ftfy (the slowest step) only sees records that need it.
+_CONT = "\u0080-\u00bf\u0152\u0153\u0160\u0161\u0178\u017d\u017e\u0192\u02c6\u02dc\u2013\u2014\u2018-\u201e\u2020-\u2022\u2026\u2030\u2039\u203a\u20ac\u2122"
+_SUSPECT = re.compile(f"[\u00c2-\u00f4][{_CONT}]")
+# C0/C1 controls (but \n and \t), zero-width and bidi marks, BOMs inside text
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]")
+_HSPACE = re.compile(r"[ \t\u00a0\u2000-\u200a\u202f\u205f]+")
+_ANY_SPACE = re.compile(r"\s+")
+
+# Lines (or trailing clauses) that are page furniture, not article text.
+BOILERPLATE = re.compile(
+    r"责任编辑|编辑[:：]|版权所有|版权声明|未经授权|禁止转载|转载请注明|点击查看更多|点击查看|查看更多|"
+    r"相关阅读|相关新闻|推荐阅读|热门推荐|分享到|扫码关注|扫一扫|二维码|关注我们|返回首页|返回顶部|上一篇|下一篇|"
+    r"免责声明|【纠错】|【打印】|【关闭】|"
+    r"Copyright|All Rights Reserved|©|\(c\)\s*\d{4}|ICP备|京公网安备|广告|本文来源[:：]|来源[:：]\S{0,12}$",
+    re.I,
+)
+_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+_CODE_HINT = re.compile(r"function\s*\(|\bvar\s+\w|\bconst\s+\w|\blet\s+\w|=>|document\.|window\.|\}\s*\)|[{};]\s*$|^\s*[.#]?[\w-]+\s*\{")
+_SENTENCE_END = ("。", "！", "？", "!", "?", "”", "」", "…")
+_MAX_BOILERPLATE_LINE = 80  # a boilerplate line is short; a long line mentioning 来源 is article text
+
+
+def repair_mojibake(text: str) -> tuple[str, bool]:
+    """Undo UTF-8-decoded-as-latin-1/cp1252 damage with ftfy; returns (text, changed)."""
+    if not _SUSPECT.search(text):
+        return text, False
+    fixed = ftfy.fix_text(text, FTFY_CONFIG)
+    return fixed, fixed != text
+
+
+def strip_controls(text: str) -> tuple[str, bool]:
+    """Drop control/zero-width characters and unify line breaks; returns (text, changed)."""
+    out = text.replace("\r\n", "\n").replace("\r", "\n").replace("\u2028", "\n").replace("\u2029", "\n")
+    out = _CONTROL.sub("", out)
+    return out, out != text.replace("\r\n", "\n")
+
+
+def normalize_title(text: str) -> str:
+    """One line, NFC, runs of whitespace collapsed, ends trimmed."""
+    return _ANY_SPACE.sub(" ", unicodedata.normalize("NFC", text)).strip()
+
+
+def normalize_body(text: str) -> str:
+    """NFC; each line trimmed (incl. the 　　 paragraph indent), spaces collapsed, blank lines dropped."""
+    lines = (_HSPACE.sub(" ", ln).strip(" \u3000") for ln in unicodedata.normalize("NFC", text).split("\n"))
+    return "\n".join(ln for ln in lines if ln)
+
+
+def is_code(line: str) -> bool:
+    """A line of left-over JavaScript/CSS: no Chinese at all and code punctuation."""
+    return not _CJK.search(line) and bool(_CODE_HINT.search(line))
+
+
+def drop_furniture(body: str) -> tuple[str, list[str]]:
+    """Remove boilerplate and code lines from a normalised body; returns (body, fix codes)."""
+    kept, fixes = [], set()
+    for line in body.split("\n"):
+        # furniture is a short line or a short clause at a line's end: only the tail can hold it
+        cut = max(0, len(line) - _MAX_BOILERPLATE_LINE)
+        m = BOILERPLATE.search(line, cut)
+        if m:
+            fixes.add("boilerplate_removed")
+            # "……完成建设。责任编辑：张三": keep the sentence, drop the appended furniture
+            head = line[: m.start()].rstrip()
+            if head.endswith(_SENTENCE_END):
+                kept.append(head)
+        elif is_code(line):
+            fixes.add("script_removed")
+        else:
+            kept.append(line)
+    return "\n".join(kept), sorted(fixes)
+
+
+def has_damage(text: str) -> bool:
+    """Unrepairable damage left after repair: replacement characters or mojibake ftfy could not undo."""
+    if "\ufffd" in text:
+        return True
+    return bool(_SUSPECT.search(text)) and is_bad(text)

@@ -1,0 +1,163 @@
+"""Before/after viewer for a cleaning run: pick a reason or a fix, step through its records.
+
+`CleaningViewer(out_dir)` reads `clean.jsonl` / `rejects.jsonl`; the "before"
+of a kept record is re-read from its source file (the pipeline's own reader,
+so it is exactly what the pipeline saw), the "after" is what it wrote.
+Differences are highlighted character by character (removed: red, struck
+through; added: green).
+
+In a live notebook the viewer is an ipywidgets app (dropdown + slider +
+prev/next); its mime bundle also carries a static HTML rendering of the first
+records of every group, which is what nbviewer/GitHub/an executed-but-closed
+notebook shows when no kernel is there to drive the widgets.
+"""
+from __future__ import annotations
+
+import difflib
+import html
+import json
+from collections import defaultdict
+from pathlib import Path
+
+MAX_CHARS = 2500  # per side: diffs of whole crawled pages are unreadable and slow
+_STYLE = ("<style>.lkv{font-family:sans-serif;font-size:13px}.lkv pre{white-space:pre-wrap;margin:0;"
+          "padding:6px;background:#fafafa;border:1px solid #ddd}.lkv del{background:#fdd;color:#900}"
+          ".lkv ins{background:#dfd;color:#060;text-decoration:none}.lkv td{vertical-align:top;width:50%}"
+          ".lkv .meta{color:#555;margin:4px 0}</style>")
+
+
+def _read_rows(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def _as_text(original) -> str:
+    """A record as best decoded -> readable text (dict fields, csv cells, or the raw text)."""
+    if original is None:
+        return ""
+    if isinstance(original, dict):
+        return "\n".join(f"{k}: {v}" for k, v in original.items() if k in ("title", "body") or v)
+    if isinstance(original, list):
+        return " | ".join(str(c) for c in original)
+    return str(original)
+
+
+def diff_html(before: str, after: str) -> tuple[str, str]:
+    """(before, after) as HTML with removed/added characters marked."""
+    a, b = before[:MAX_CHARS], after[:MAX_CHARS]
+    left, right = [], []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        x, y = html.escape(a[i1:i2]), html.escape(b[j1:j2])
+        if op == "equal":
+            left.append(x)
+            right.append(y)
+        else:
+            if x:
+                left.append(f"<del>{x}</del>")
+            if y:
+                right.append(f"<ins>{y}</ins>")
+    more = lambda s: "…" if len(s) > MAX_CHARS else ""  # noqa: E731
+    return "".join(left) + more(before), "".join(right) + more(after)
+
+
+class CleaningViewer:
+    """Browse a cleaning run by reason code or fix code."""
+
+    def __init__(self, out_dir, limit_per_group: int = 200):
+        out = Path(out_dir)
+        self.groups: dict[str, list[dict]] = defaultdict(list)
+        for row in _read_rows(out / "rejects.jsonl"):
+            bucket = self.groups[f"reason: {row['reason']}"]
+            if len(bucket) < limit_per_group:
+                bucket.append(row)
+        for row in _read_rows(out / "clean.jsonl"):
+            for fix in row["fixes"]:
+                bucket = self.groups[f"fix: {fix}"]
+                if len(bucket) < limit_per_group:
+                    bucket.append(row)
+        self.groups = dict(sorted(self.groups.items()))
+        self._files: dict[str, dict[str, object]] = {}
+
+    # -- data -------------------------------------------------------------------------------
+    def before(self, row: dict) -> str:
+        """What the pipeline read: a reject's stored original, or a kept record re-read from its file."""
+        if "reason" in row:
+            return _as_text(row.get("original")) or (f"[raw bytes, base64] {row['raw_b64'][:400]}"
+                                                     if row.get("raw_b64") else "")
+        path = row["source"].rsplit(":", 1)[0] if not Path(row["source"]).exists() else row["source"]
+        if path not in self._files:
+            from labkit.cleaning.readers import read_file
+
+            self._files[path] = {r.id: r.original for r in read_file(Path(path), Path(path).name)}
+            self._files[path].update({r.source: r.original for r in read_file(Path(path), Path(path).name)})
+        recs = self._files[path]
+        return _as_text(recs.get(row["source"], recs.get(row["id"])))
+
+    @staticmethod
+    def after(row: dict) -> str:
+        if "reason" in row:
+            return f"[rejected: {row['reason']}] {row.get('detail', '')}"
+        return f"title: {row['title']}\nbody: {row['body']}"
+
+    def record_html(self, group: str, i: int) -> str:
+        rows = self.groups[group]
+        row = rows[i]
+        if "reason" in row:  # a reject has no "after" text to compare: show the input and the verdict
+            left, right = html.escape(self.before(row)[:MAX_CHARS]), html.escape(self.after(row))
+        else:
+            left, right = diff_html(self.before(row), self.after(row))
+        fixes = ", ".join(row.get("fixes") or []) or "none"
+        return (f"{_STYLE}<div class='lkv'><div class='meta'><b>{html.escape(group)}</b> — record {i + 1} of "
+                f"{len(rows)} · id <code>{html.escape(str(row['id']))}</code> · fixes: {html.escape(fixes)}</div>"
+                f"<table><tr><th>before (as read)</th><th>after (as written)</th></tr>"
+                f"<tr><td><pre>{left}</pre></td><td><pre>{right}</pre></td></tr></table></div>")
+
+    # -- views ------------------------------------------------------------------------------
+    def to_html(self, per_group: int = 2) -> str:
+        """Static view: the first `per_group` records of every group (no kernel needed)."""
+        parts = [f"<h4>Cleaning run: {sum(len(v) for v in self.groups.values())} records in "
+                 f"{len(self.groups)} groups (static view)</h4>"]
+        for g, rows in self.groups.items():
+            body = "".join(self.record_html(g, i) for i in range(min(per_group, len(rows))))
+            parts.append(f"<details><summary>{html.escape(g)} ({len(rows)})</summary>{body}</details>")
+        return "".join(parts)
+
+    def widget(self, start: str | None = None):
+        """The interactive viewer: group dropdown, record slider, prev/next buttons."""
+        import ipywidgets as W
+
+        if not self.groups:
+            return W.HTML("<i>nothing to show: the run wrote no records</i>")
+        names = list(self.groups)
+        pick = W.Dropdown(options=[(f"{g} ({len(self.groups[g])})", g) for g in names],
+                          value=start if start in self.groups else names[0], description="show")
+        slider = W.IntSlider(min=1, max=len(self.groups[pick.value]), value=1, description="record")
+        prev, nxt = W.Button(description="◀ prev"), W.Button(description="next ▶")
+        view = W.HTML()
+
+        def render(*_):
+            view.value = self.record_html(pick.value, slider.value - 1)
+
+        def regroup(change):
+            slider.max, slider.value = len(self.groups[change["new"]]), 1
+            render()
+
+        pick.observe(regroup, names="value")
+        slider.observe(render, names="value")
+        prev.on_click(lambda _: setattr(slider, "value", max(1, slider.value - 1)))
+        nxt.on_click(lambda _: setattr(slider, "value", min(slider.max, slider.value + 1)))
+        render()
+        return W.VBox([W.HBox([pick, prev, nxt, slider]), view])
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        """Live kernel: the widget; anywhere else: the static HTML in the same bundle."""
+        bundle = {"text/html": self.to_html(), "text/plain": f"CleaningViewer({len(self.groups)} groups)"}
+        try:
+            w = self.widget()
+            bundle.update(w._repr_mimebundle_(include=include, exclude=exclude) or {})
+            bundle["text/html"] = self.to_html()
+        except Exception:  # noqa: BLE001 -- no ipywidgets / no comm: the static view still works
+            pass
+        return bundle
