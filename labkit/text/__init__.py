@@ -1,0 +1,1 @@
+"""Text side of the model: tokenizer, task formatting + collation, metrics."""

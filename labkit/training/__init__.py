@@ -1,0 +1,1 @@
+"""The one trainer every notebook uses, with monitoring, checkpoints and memory tools."""

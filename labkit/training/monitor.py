@@ -1,0 +1,182 @@
+"""Gradient monitoring that diagnoses: which layer spiked first, and where inf/NaN began.
+
+* Per-layer gradient norms every step (one fused `_foreach_norm`, one host sync),
+  each compared with its own moving baseline (EMA); the first layer whose norm
+  exceeds `spike_factor` x baseline is reported with the step and the batch
+  (example ids and source lengths).
+* Non-finite detection on the loss and on every layer's gradients; when one is
+  found the batch is *replayed* (same RNG state, weights not yet updated) with
+  forward hooks on every leaf module, which name the first module whose output
+  was inf/NaN.  Replaying only on failure keeps the hooks' cost out of normal steps.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+# sub-layers a T5 block is made of: group parameters up to these names
+_GROUP_AT = re.compile(r"^(SelfAttention|EncDecAttention|DenseReluDense|layer_norm|final_layer_norm)$")
+
+
+def layer_name(param_name: str) -> str:
+    """The monitored layer a parameter belongs to, e.g.
+    `decoder.block.1.layer.1.EncDecAttention.q.weight` -> `decoder.block.1.layer.1.EncDecAttention`."""
+    parts = param_name.split(".")[:-1] or [param_name]
+    for i, p in enumerate(parts):
+        if _GROUP_AT.match(p):
+            return ".".join(parts[: i + 1])
+    return ".".join(parts)
+
+
+@dataclass
+class Spike:
+    step: int
+    layer: str
+    norm: float
+    baseline: float
+    ids: list[str] = field(default_factory=list)
+    source_lengths: list[int] = field(default_factory=list)
+
+    @property
+    def factor(self) -> float:
+        return self.norm / self.baseline if self.baseline > 0 else math.inf
+
+
+@dataclass
+class NonFinite:
+    step: int
+    where: str            # "loss" | "grad" | "activation"
+    module: str | None    # first module with a non-finite output (activation replay) or gradient
+    ids: list[str] = field(default_factory=list)
+    source_lengths: list[int] = field(default_factory=list)
+    grad_layers: list[str] = field(default_factory=list)
+
+
+class GradMonitor:
+    """Per-layer gradient norms with moving baselines, spike and non-finite detection."""
+
+    def __init__(self, model: torch.nn.Module, spike_factor: float = 5.0, ema: float = 0.9, warmup: int = 10):
+        self.model = model
+        self.spike_factor, self.ema, self.warmup = spike_factor, ema, warmup
+        named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+        self.params = [p for _, p in named]
+        self.layers: list[str] = []
+        index: list[int] = []
+        for n, _ in named:
+            g = layer_name(n)
+            if g not in self.layers:
+                self.layers.append(g)
+            index.append(self.layers.index(g))
+        self._index = torch.tensor(index)
+        self._baseline: torch.Tensor | None = None
+        self._seen = 0
+        self.spikes: list[Spike] = []
+        self.nonfinite: list[NonFinite] = []
+
+    def layer_norms(self) -> torch.Tensor:
+        """Per-layer L2 norms of the current gradients (float32 tensor, len(self.layers))."""
+        ps = [p for p in self.params if p.grad is not None]
+        idx = self._index if len(ps) == len(self.params) else torch.tensor(
+            [int(self._index[i]) for i, p in enumerate(self.params) if p.grad is not None])
+        if not ps:
+            return torch.zeros(len(self.layers))
+        norms = torch._foreach_norm([p.grad for p in ps])
+        sq = torch.stack([n.float() for n in norms]).pow(2)
+        out = torch.zeros(len(self.layers), device=sq.device).index_add_(0, idx.to(sq.device), sq)
+        return out.sqrt()
+
+    def observe(self, step: int, norms: list[float], batch: dict[str, Any] | None = None) -> Spike | None:
+        """Compare this step's layer norms with their baselines; record and return the worst spike."""
+        t = torch.tensor(norms, dtype=torch.float64)
+        finite = torch.isfinite(t)
+        spike = None
+        if self._baseline is None:
+            self._baseline = torch.where(finite, t, torch.zeros_like(t))
+        elif self._seen >= self.warmup:
+            ratio = torch.where(finite & (self._baseline > 0), t / self._baseline.clamp_min(1e-12), torch.zeros_like(t))
+            worst = int(ratio.argmax())
+            if float(ratio[worst]) > self.spike_factor:
+                spike = Spike(step, self.layers[worst], float(t[worst]), float(self._baseline[worst]),
+                              list((batch or {}).get("ids", [])), list((batch or {}).get("source_lengths", [])))
+                self.spikes.append(spike)
+        if self._seen > 0:
+            # a spiking value enters the baseline damped, so one spike does not mask the next
+            upd = torch.minimum(t, self._baseline * self.spike_factor) if self._seen >= self.warmup else t
+            self._baseline = torch.where(finite, self.ema * self._baseline + (1 - self.ema) * upd, self._baseline)
+        self._seen += 1
+        return spike
+
+    def nonfinite_grad_layers(self, norms: list[float]) -> list[str]:
+        return [self.layers[i] for i, v in enumerate(norms) if not math.isfinite(v)]
+
+    def first_nonfinite_module(self, forward) -> str | None:
+        """Run `forward()` with hooks on every leaf module; the first whose output is inf/NaN."""
+        flags: list[tuple[str, torch.Tensor]] = []
+
+        def hook(name):
+            def fn(_mod, _inp, out):
+                t = out[0] if isinstance(out, (tuple, list)) else out
+                if isinstance(t, torch.Tensor) and t.is_floating_point():
+                    flags.append((name, torch.isfinite(t).all()))
+            return fn
+
+        handles = [m.register_forward_hook(hook(n)) for n, m in self.model.named_modules()
+                   if n and not any(True for _ in m.children())]
+        try:
+            with torch.no_grad():
+                forward()
+        finally:
+            for h in handles:
+                h.remove()
+        if not flags:
+            return None
+        ok = torch.stack([f for _, f in flags]).tolist()
+        for (name, _), good in zip(flags, ok):
+            if not good:
+                return name
+        return None
+
+    def record_nonfinite(self, event: NonFinite) -> None:
+        self.nonfinite.append(event)
+
+    def verdict(self) -> dict[str, Any]:
+        """Machine-readable diagnosis: first spike and first non-finite event, with counts."""
+        first_spike = self.spikes[0] if self.spikes else None
+        first_nf = self.nonfinite[0] if self.nonfinite else None
+        return {
+            "first_spike": None if first_spike is None else {**first_spike.__dict__, "factor": first_spike.factor},
+            "first_nonfinite": None if first_nf is None else dict(first_nf.__dict__),
+            "n_spikes": len(self.spikes),
+            "n_nonfinite": len(self.nonfinite),
+            "spiking_layers": sorted({s.layer for s in self.spikes}),
+        }
+
+    def report(self) -> str:
+        """The verdict in one or two sentences for a notebook or log."""
+        return report(self.verdict())
+
+
+def report(v: dict[str, Any] | None) -> str:
+    """Human-readable form of `GradMonitor.verdict()` (also stored in `History.verdict`)."""
+    if not v:
+        return "monitoring was off"
+    lines = []
+    if v["first_spike"]:
+        s = v["first_spike"]
+        lines.append(
+            f"first gradient spike at step {s['step']} in {s['layer']}: norm {s['norm']:.3g} = "
+            f"{s['factor']:.1f}x its moving baseline {s['baseline']:.3g}; batch ids {s['ids'][:4]}"
+            f"{'...' if len(s['ids']) > 4 else ''}, source lengths max {max(s['source_lengths'], default=0)}"
+        )
+    if v["first_nonfinite"]:
+        n = v["first_nonfinite"]
+        lines.append(
+            f"first non-finite {n['where']} at step {n['step']}: first module with inf/NaN output "
+            f"{n['module'] or '(none in forward: it arose in backward)'}; layers with non-finite grads "
+            f"{n['grad_layers'][:3]}"
+        )
+    return "\n".join(lines) or "no gradient spikes and no non-finite values"

@@ -1,0 +1,46 @@
+import pytest
+from transformers import AutoTokenizer, PreTrainedTokenizerFast
+
+from labkit.text.tokenizer import load_tokenizer, train_tokenizer, unk_rate
+from training_helpers import articles, tokenizer
+
+
+def test_specials_have_t5_ids_and_eos_is_appended():
+    tok = tokenizer()
+    assert isinstance(tok, PreTrainedTokenizerFast)
+    assert (tok.pad_token_id, tok.eos_token_id, tok.unk_token_id) == (0, 1, 2)
+    ids = tok("新华社北京电")["input_ids"]
+    assert ids[-1] == tok.eos_token_id and len(ids) == 7  # one token per character + </s>
+    assert "token_type_ids" not in tok("你好")
+
+
+def test_roundtrip_keeps_chinese_latin_digits_and_spaces():
+    tok = tokenizer()
+    text = articles()[0].title
+    assert tok.decode(tok(text)["input_ids"], skip_special_tokens=True) == text
+    mixed = "恒通 AI 2024年"
+    tok2 = train_tokenizer([mixed] * 3, min_frequency=1)
+    assert tok2.decode(tok2(mixed)["input_ids"], skip_special_tokens=True) == mixed
+
+
+def test_fullwidth_is_folded_and_unseen_chars_are_unk():
+    tok = train_tokenizer(["ABC123 新闻"] * 2, min_frequency=1)
+    assert tok("ＡＢＣ１２３")["input_ids"] == tok("ABC123")["input_ids"]
+    assert tok.unk_token_id in tok("鑫")["input_ids"]
+    assert unk_rate(tok, ["鑫鑫新闻"]) == pytest.approx(0.5)
+
+
+def test_save_and_load_as_standard_tokenizer(tmp_path):
+    tok = tokenizer()
+    tok.save_pretrained(tmp_path)
+    for loaded in (load_tokenizer(tmp_path), AutoTokenizer.from_pretrained(tmp_path)):
+        s = articles()[1].body[:60]
+        assert loaded(s)["input_ids"] == tok(s)["input_ids"]
+        assert loaded.model_input_names == ["input_ids", "attention_mask"]
+
+
+def test_bad_input_errors(tmp_path):
+    with pytest.raises(ValueError, match="no text"):
+        train_tokenizer(["", "  "])
+    with pytest.raises(FileNotFoundError, match="tokenizer.json"):
+        load_tokenizer(tmp_path)

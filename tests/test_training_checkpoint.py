@@ -1,0 +1,72 @@
+import json
+
+import pytest
+import torch
+
+import labkit.training.checkpoint as ck
+from labkit.training.checkpoint import CheckpointError, resolve_checkpoint
+from labkit.training.trainer import TrainConfig, Trainer
+from training_helpers import collator, examples, small_model, tokenizer
+
+
+def _run(tmp_path, model=None, steps=4, **kw):
+    cfg = TrainConfig(steps=steps, batch_size=8, ckpt_dir=str(tmp_path), ckpt_every=2, **kw)
+    tr = Trainer(model or small_model(len(tokenizer())), examples(), collator(), cfg)
+    return tr, tr.fit()
+
+
+def test_layout_latest_pointer_and_no_pickle(tmp_path):
+    _run(tmp_path)
+    assert (tmp_path / "latest").read_text().strip() == "step-000004"
+    d = resolve_checkpoint(tmp_path)
+    assert sorted(p.name for p in d.iterdir()) == ["meta.json", "model.safetensors", "state.pt"]
+    torch.load(d / "state.pt", weights_only=True)  # loads without unpickling arbitrary objects
+    assert json.loads((d / "meta.json").read_text())["step"] == 4
+    assert not list(tmp_path.glob(".tmp-*"))
+
+
+def test_crash_mid_save_leaves_previous_checkpoint_usable(tmp_path, monkeypatch):
+    tr, _ = _run(tmp_path, steps=2)
+    real_save = torch.save
+
+    def crash(*a, **k):
+        raise KeyboardInterrupt("power cut")
+
+    monkeypatch.setattr(ck.torch, "save", crash)
+    with pytest.raises(KeyboardInterrupt):
+        _run(tmp_path, steps=4)
+    monkeypatch.setattr(ck.torch, "save", real_save)
+    assert (tmp_path / "latest").read_text().strip() == "step-000002"
+    assert not (tmp_path / "step-000004").exists() and not list(tmp_path.glob(".tmp-*"))
+    tr2 = Trainer(small_model(len(tokenizer())), examples(), collator(), TrainConfig(steps=4, batch_size=8))
+    assert tr2.fit(resume_from=str(tmp_path)).steps == [3, 4]
+
+
+def test_corrupted_files_get_clear_errors(tmp_path):
+    _run(tmp_path, steps=2)
+    d = resolve_checkpoint(tmp_path)
+    fresh = lambda: Trainer(small_model(len(tokenizer())), examples(), collator(), TrainConfig(steps=4, batch_size=8))  # noqa: E731
+    data = (d / "model.safetensors").read_bytes()
+    (d / "model.safetensors").write_bytes(data[: len(data) // 2])
+    with pytest.raises(CheckpointError, match="model.safetensors cannot be read.*delete"):
+        fresh().fit(resume_from=str(d))
+    (d / "model.safetensors").write_bytes(data)
+    (d / "state.pt").write_bytes(b"garbage")
+    with pytest.raises(CheckpointError, match="state.pt cannot be read"):
+        fresh().fit(resume_from=str(d))
+    (d / "state.pt").unlink()
+    with pytest.raises(CheckpointError, match="incomplete"):
+        fresh().fit(resume_from=str(d))
+    with pytest.raises(CheckpointError, match="no checkpoint"):
+        fresh().fit(resume_from=str(tmp_path / "nowhere"))
+
+
+def test_checkpoint_from_another_config_is_refused(tmp_path):
+    _run(tmp_path, steps=2)
+    other = small_model(len(tokenizer()), d_model=48)
+    tr = Trainer(other, examples(), collator(), TrainConfig(steps=4, batch_size=8))
+    with pytest.raises(CheckpointError, match=r"different configuration.*'model'"):
+        tr.fit(resume_from=str(tmp_path))
+    tr = Trainer(small_model(len(tokenizer())), examples(), collator(), TrainConfig(steps=4, batch_size=4))
+    with pytest.raises(CheckpointError, match=r"'train'"):
+        tr.fit(resume_from=str(tmp_path))
