@@ -1,0 +1,144 @@
+"""Fast checks of the distributed building blocks (no processes started)."""
+from __future__ import annotations
+
+import socket
+import warnings
+
+import pytest
+import torch
+
+from labkit.distributed import audit
+from labkit.distributed.env import LaunchWarning, check_legacy_local_rank, choose_backend, read_env
+from labkit.distributed.launch import LaunchError, build_command, check_devices, check_port, free_port, laggards, launch
+from labkit.distributed.samplers import RecordingSampler, make_sampler
+
+
+def test_read_env_single_and_torchrun():
+    single = read_env({})
+    assert (single.rank, single.world_size, single.distributed, single.launcher) == (0, 1, False, "python")
+    tr = read_env({"RANK": "3", "LOCAL_RANK": "1", "WORLD_SIZE": "4", "LOCAL_WORLD_SIZE": "2",
+                   "TORCHELASTIC_RUN_ID": "x", "TORCHELASTIC_RESTART_COUNT": "1"})
+    assert (tr.rank, tr.local_rank, tr.world_size, tr.local_world_size, tr.launcher, tr.restart_count) == (3, 1, 4, 2, "torchrun", 1)
+    assert read_env({"RANK": "0", "WORLD_SIZE": "2", "ACCELERATE_USE_CPU": "1"}).launcher == "accelerate"
+
+
+@pytest.mark.parametrize("environ", [{"RANK": "2", "WORLD_SIZE": "2"}, {"WORLD_SIZE": "0"}, {"RANK": "x", "WORLD_SIZE": "2"}])
+def test_read_env_rejects_impossible_worlds(environ):
+    with pytest.raises(ValueError, match="RANK|WORLD_SIZE"):
+        read_env(environ)
+
+
+def test_legacy_local_rank_warns_without_launcher_and_on_disagreement():
+    with pytest.warns(LaunchWarning, match="ONE process"):
+        msg = check_legacy_local_rank(0, read_env({}), environ={})
+    assert "torchrun" in msg
+    env = {"RANK": "1", "LOCAL_RANK": "1", "WORLD_SIZE": "2"}
+    with pytest.warns(LaunchWarning, match="disagrees"):
+        check_legacy_local_rank(0, read_env(env), environ=env)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert check_legacy_local_rank(1, read_env(env), environ=env) is None
+        assert check_legacy_local_rank(None, read_env({}), environ={}) is None
+
+
+def test_backend_follows_device():
+    assert choose_backend("cpu") == "gloo"
+    assert choose_backend(torch.device("cuda", 0)) == "nccl"
+
+
+def _reports(kind: str, n: int, world: int, seeds: list[int], set_epoch: bool, epochs: int = 2) -> dict:
+    """What the ranks record, produced by the real samplers (no processes needed)."""
+    out = {}
+    for r in range(world):
+        s = RecordingSampler(make_sampler(kind, n, r, world, seeds[r]))
+        for e in range(epochs):
+            if set_epoch:
+                s.set_epoch(e)
+            list(iter(s))
+        out[r] = {"samples": s.epochs, "dataset_size": n, "env": {"rank": r, "world_size": world, "local_rank": r}}
+    return out
+
+
+def test_data_audit_measures_each_sampler_setting():
+    n, w = 60, 2
+    none = audit.data_audit(_reports("none", n, w, [0, 0], True))
+    assert none["overlap_pct"] == 100.0 and none["work_factor"] == 2.0 and none["coverage_pct"] == 100.0
+    frozen = audit.data_audit(_reports("distributed", n, w, [0, 0], False))
+    assert frozen["overlap_pct"] == 0.0 and frozen["coverage_pct"] == 100.0 and frozen["same_order_every_epoch"]
+    good = audit.data_audit(_reports("distributed", n, w, [0, 0], True))
+    assert good["overlap_pct"] == 0.0 and good["coverage_pct"] == 100.0 and good["order_changed_between_epochs"]
+    split_ok = audit.data_audit(_reports("split", n, w, [5, 5], True))
+    assert split_ok["overlap_pct"] == 0.0 and split_ok["missing"] == 0
+    split_bad = audit.data_audit(_reports("split", n, w, [5, 6], True))
+    assert split_bad["overlap_pct"] > 0 and split_bad["missing"] > 0 and split_bad["coverage_pct"] < 100
+
+
+def test_replica_and_launch_audits():
+    m1, m2 = torch.nn.Linear(3, 2), torch.nn.Linear(3, 2)
+    m2.load_state_dict(m1.state_dict())
+    same, other = audit.param_checksum(m1), audit.param_checksum(m2)
+    assert same == other
+    with torch.no_grad():
+        m2.weight[0, 0] += 1e-6
+    assert audit.param_checksum(m2) != same
+    ranks = {0: {"env": {"rank": 0, "world_size": 2, "launcher": "torchrun", "local_rank": 0}, "checksums": {"final": "a"},
+                 "param_devices": ["cuda:0"]},
+             1: {"env": {"rank": 1, "world_size": 2, "launcher": "torchrun", "local_rank": 1}, "checksums": {"final": "b"},
+                 "param_devices": ["cuda:0"]}}
+    assert audit.replica_audit(ranks)["identical"] == {"final": False}
+    la = audit.launch_audit(ranks)
+    assert la["world_size"] == 2 and la["distributed"] and la["ranks_seen"] == [0, 1]
+    dev = audit.device_audit(ranks)
+    assert dev["accelerator_pileup"] and not dev["each_rank_on_own_device"]
+    alone = {0: {"env": {"rank": 0, "world_size": 1, "launcher": "python", "local_rank": 0}}}
+    assert audit.launch_audit(alone)["distributed"] is False
+
+
+def test_laggard_is_the_rank_behind():
+    beats = {0: {"stage": "train", "step": 2, "phase": "backward"}, 1: {"stage": "train", "step": 2, "phase": "forward"}}
+    assert laggards(beats, {}, 2) == [1]
+    assert laggards({0: beats[0]}, {}, 2) == [1]  # never reported at all
+
+
+def test_port_in_use_is_refused_with_owner():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        with pytest.raises(LaunchError, match=f"port {port} .*in use"):
+            check_port(port)
+        with pytest.raises(LaunchError, match="in use"):
+            launch(["--steps", "0"], 2, out_dir="/nonexistent-never-written", port=port)
+    assert 0 < free_port() < 65536
+
+
+def test_impossible_requests_are_refused_before_starting(tmp_path):
+    if not torch.cuda.is_available():
+        with pytest.raises(LaunchError, match="no visible GPU"):
+            check_devices(2, "cuda")
+    with pytest.raises(LaunchError, match="impossible world size"):
+        check_devices(1000, "cpu")
+    with pytest.raises(LaunchError, match="node layout"):
+        launch([], 2, out_dir=tmp_path, nnodes=2, node_rank=2)
+    with pytest.raises(LaunchError, match="unknown launcher"):
+        launch([], 2, out_dir=tmp_path, launcher="mpirun")
+    assert not (tmp_path / "ranks").exists()
+
+
+def test_commands_for_each_launcher():
+    tr = build_command("torchrun", "labkit.train", ["--steps", "1"], 2, 1234, nnodes=2, node_rank=1, max_restarts=1)
+    assert "--nnodes=2" in tr and "--rdzv-endpoint=127.0.0.1:1234" in tr and "--max-restarts=1" in tr
+    assert "--rdzv-conf=is_host=false" in tr and tr[-3:] == ["labkit.train", "--steps", "1"]
+    assert build_command("python", "labkit.train", [], 2, 1)[1:3] == ["-m", "labkit.train"]
+    assert "--cpu" in build_command("accelerate-cpu", "labkit.train", [], 2, 1)
+    assert "--multi_gpu" in build_command("accelerate", "labkit.train", [], 2, 1)
+
+
+def test_entry_point_is_the_labkit_train_command():
+    from labkit.cli import build_parser
+    from labkit.train import run
+
+    args = build_parser().parse_args(["train", "--steps", "0", "--sampler", "split", "--no-set-epoch",
+                                      "--seed-mode", "per-rank", "--no-device-placement", "--local-rank", "0"])
+    assert args.func is run and args.sampler == "split" and args.set_epoch is False and args.local_rank == 0
+    assert args.seed_mode == "per-rank" and args.device_placement is False
