@@ -1,0 +1,126 @@
+"""What notebook 08 measures: each serving step in isolation, then the three servers under load.
+
+Steps (one process, no HTTP): PyTorch `generate` one request at a time -> ONNX fp32 ->
+ONNX int8 -> int8 with 16 requests batched into one call.  Servers (real processes on
+127.0.0.1): the baseline pipeline server, and the async API in front of Triton.
+"""
+from __future__ import annotations
+
+import time
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+
+from labkit.serving.loadgen import LoadResult, open_loop, run_sync, sweep
+from labkit.serving.process import ServerProcess, free_port, labkit_argv
+
+SERVERS = ("baseline", "api+triton", "api+ort")
+
+
+def time_calls(fn: Callable[[], object], repeats: int, warmup: int = 2) -> np.ndarray:
+    """Wall time of `fn()` in ms, `repeats` times after `warmup` untimed calls."""
+    for _ in range(warmup):
+        fn()
+    out = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        out.append((time.perf_counter() - t0) * 1e3)
+    return np.array(out)
+
+
+def isolation_steps(model, tokenizer, fp32_gen, int8_gen, sources: Sequence[str], max_new_tokens: int,
+                    repeats: int = 16, batch: int = 16) -> list[dict]:
+    """Per-request latency and throughput of each step on the same inputs, same thread count."""
+    import torch
+
+    srcs = list(sources)
+    cyc = iter(range(10**9))
+
+    def one(gen_fn):
+        return lambda: gen_fn([srcs[next(cyc) % len(srcs)]])
+
+    def torch_gen(batch_srcs):
+        enc = tokenizer(batch_srcs, return_tensors="pt", padding=True, truncation=True,
+                        max_length=fp32_gen.max_source_len, return_token_type_ids=False)
+        with torch.no_grad():
+            return model.generate(**enc, max_new_tokens=max_new_tokens, num_beams=1, do_sample=False)
+
+    rows = []
+    for step, fn in (("pytorch fp32", torch_gen),
+                     ("onnx fp32", lambda s: fp32_gen.generate(s, max_new_tokens)),
+                     ("onnx int8", lambda s: int8_gen.generate(s, max_new_tokens))):
+        ms = time_calls(one(fn), repeats)
+        rows.append({"step": step, "batch": 1, "p50_ms_per_call": float(np.median(ms)),
+                     "requests_per_s": 1e3 / float(np.median(ms))})
+    batched = srcs[:batch]
+    ms = time_calls(lambda: int8_gen.generate(batched, max_new_tokens), max(3, repeats // 4), warmup=1)
+    rows.append({"step": f"onnx int8, {batch} batched", "batch": batch, "p50_ms_per_call": float(np.median(ms)),
+                 "requests_per_s": batch * 1e3 / float(np.median(ms))})
+    return rows
+
+
+def start_stack(kind: str, stack: ExitStack, model_dir: Path, int8_dir: Path, log_dir: Path, threads: int = 0,
+                max_batch: int = 32, queue_delay_us: int = 3000, max_source_len: int = 128) -> ServerProcess:
+    """Start `kind` (and what it needs) inside `stack`; returns the process the load goes to."""
+    from labkit.serving.cli import start_triton
+
+    log_dir.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    common = ["--port", str(port), "--threads", str(threads), "--max-source-len", str(max_source_len)]
+    if kind == "baseline":
+        argv = labkit_argv("serve", "baseline", "--model", str(model_dir), *common)
+    elif kind == "api+triton":
+        triton = stack.enter_context(start_triton(int8_dir, max_batch, queue_delay_us, threads, max_source_len,
+                                                  log_path=log_dir / "triton.log"))
+        argv = labkit_argv("serve", "api", "--triton-url", triton.url, *common)
+    elif kind == "api+ort":
+        argv = labkit_argv("serve", "api", "--backend", "ort", "--onnx", str(int8_dir), "--max-batch", str(max_batch),
+                           "--queue-delay-us", str(queue_delay_us), *common)
+    else:
+        raise ValueError(f"unknown server kind {kind!r}: choose one of {SERVERS}")
+    srv = ServerProcess(argv, f"http://127.0.0.1:{port}/health", timeout=120, name=kind,
+                        log_path=log_dir / f"{kind.replace('+', '_')}.log")
+    return stack.enter_context(srv)
+
+
+def load_test(kind: str, model_dir: Path, int8_dir: Path, payloads: Sequence[dict], levels: Sequence[int],
+              requests_per_level: int, seconds_per_level: float, log_dir: Path, open_rate: float = 0.0,
+              open_seconds: float = 5.0, **server_kw) -> list[LoadResult]:
+    """Start the server stack, run the closed-loop sweep (and an open-loop run), always stop it."""
+    with ExitStack() as stack:
+        srv = start_stack(kind, stack, Path(model_dir), Path(int8_dir), Path(log_dir), **server_kw)
+        out = sweep(srv.url, payloads, levels, requests_per_level, seconds_per_level, server=kind)
+        if open_rate:
+            out.append(run_sync(open_loop(srv.url, payloads, open_rate, open_seconds, server=kind)))
+    return out
+
+
+def model_for_serving(cfg, out_dir: Path, model_dir: str | Path = "") -> tuple[Path, str]:
+    """The model notebook 08 serves: `model_dir` if given, else notebook 07's saved model, else train one.
+
+    Returns (save_pretrained folder, where it came from).
+    """
+    from labkit.results import runs_dir
+
+    if model_dir:
+        return Path(model_dir), "given"
+    finale = runs_dir() / "07_multitask_distributed_training" / "model"
+    if (finale / "config.json").exists():
+        return finale, "notebook 07"
+    from labkit.corpus import generate
+    from labkit.training.recipes import train_generator
+
+    arts = generate(cfg.corpus_size, seed=cfg.seed)
+    trained = train_generator(arts, [], cfg)
+    return trained.save(Path(out_dir) / "model"), "trained here (tiny, smoke)"
+
+
+def results_table(results: Sequence[LoadResult]):
+    """LoadResults as a pandas DataFrame (one row per server, mode and level)."""
+    import pandas as pd
+
+    cols = ["server", "mode", "level", "requests", "errors", "qps", "p50_ms", "p95_ms", "p99_ms", "mean_ms"]
+    return pd.DataFrame([r.to_dict() for r in results])[cols]

@@ -1,0 +1,125 @@
+"""`labkit serve baseline|triton|api`: each server in the foreground, on 127.0.0.1."""
+from __future__ import annotations
+
+import argparse
+import contextlib
+from pathlib import Path
+
+from labkit.serving.process import LOOPBACK
+
+
+def _uvicorn(app, port: int) -> int:
+    import uvicorn
+
+    uvicorn.run(app, host=LOOPBACK, port=port, log_level="warning", access_log=False)
+    return 0
+
+
+def start_triton(onnx_dir, max_batch: int = 32, queue_delay_us: int = 2000, threads: int = 0,
+                 max_source_len: int = 128, log_path=None, port: int | None = None):
+    """A `ServerProcess` for `labkit serve triton` on a free loopback port (enter it to start)."""
+    from labkit.serving.process import ServerProcess, free_port, labkit_argv
+    from labkit.serving.triton import ready_url
+
+    port = port or free_port()
+    argv = labkit_argv("serve", "triton", "--onnx", str(onnx_dir), "--port", str(port), "--grpc-port", str(free_port()),
+                       "--max-batch", str(max_batch), "--queue-delay-us", str(queue_delay_us),
+                       "--threads", str(threads), "--max-source-len", str(max_source_len))
+    return ServerProcess(argv, ready_url(port), timeout=120, name="triton", log_path=log_path)
+
+
+def _baseline(args) -> int:
+    from labkit.serving.baseline import create_app
+
+    return _uvicorn(create_app(args.model, max_source_len=args.max_source_len, threads=args.threads), args.port)
+
+
+def _triton(args) -> int:
+    from labkit.serving.triton import TritonSettings, serve
+
+    serve(TritonSettings(onnx_dir=Path(args.onnx), http_port=args.port, grpc_port=args.grpc_port or args.port + 1,
+                         max_batch=args.max_batch, queue_delay_us=args.queue_delay_us, threads=args.threads,
+                         max_source_len=args.max_source_len))
+    return 0
+
+
+def _api(args) -> int:
+    from labkit.serving.api import ApiSettings, create_app
+
+    settings = ApiSettings(timeout_s=args.timeout, max_text_chars=args.max_text_chars)
+    with contextlib.ExitStack() as stack:
+        if args.backend == "ort":
+            if not args.onnx:
+                raise SystemExit("labkit serve api --backend ort needs --onnx DIR (an exported, ideally int8, model)")
+            from labkit.serving.backends import MicroBatcher
+
+            def make():
+                return MicroBatcher(args.onnx, max_batch=args.max_batch, max_delay_ms=args.queue_delay_us / 1e3,
+                                    threads=args.threads, max_source_len=args.max_source_len)
+        else:
+            url = args.triton_url
+            if args.start_triton:
+                if not args.onnx:
+                    raise SystemExit("labkit serve api --start-triton needs --onnx DIR (the int8 export)")
+                srv = stack.enter_context(start_triton(args.onnx, args.max_batch, args.queue_delay_us, args.threads,
+                                                       args.max_source_len))
+                url = srv.url
+                print(f"triton started at {url} (log: {srv.log_path})", flush=True)
+            from labkit.serving.backends import TritonBackend
+
+            def make():
+                return TritonBackend(url)
+        print(f"labkit api on http://{LOOPBACK}:{args.port} (docs: /docs)", flush=True)
+        return _uvicorn(create_app(make, settings), args.port)
+
+
+def _common(p: argparse.ArgumentParser, port: int) -> None:
+    p.add_argument("--port", type=int, default=port, help=f"port on {LOOPBACK} (default {port})")
+    p.add_argument("--threads", type=int, default=0, help="compute threads (0 = all cores)")
+    p.add_argument("--max-source-len", type=int, default=128, help="input tokens kept (truncation)")
+
+
+def _batching(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--max-batch", type=int, default=32, help="largest batch the dynamic batcher forms")
+    p.add_argument("--queue-delay-us", type=int, default=2000, help="longest wait for more requests to batch (µs)")
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("serve", help="serve the model: baseline | triton | api")
+    sub = p.add_subparsers(dest="server", metavar="SERVER", required=True)
+
+    b = sub.add_parser("baseline", help="FastAPI + transformers pipeline, one request at a time")
+    b.add_argument("--model", required=True, help="save_pretrained folder (model + tokenizer)")
+    _common(b, 8080)
+    b.set_defaults(func=_baseline)
+
+    t = sub.add_parser("triton", help="Triton (PyTriton) serving the ONNX model with dynamic batching")
+    t.add_argument("--onnx", required=True, help="exported ONNX folder (labkit.serving.export / quantize)")
+    t.add_argument("--grpc-port", type=int, default=0, help="gRPC port (default: --port + 1)")
+    _common(t, 8000)
+    _batching(t)
+    t.set_defaults(func=_triton)
+
+    a = sub.add_parser("api", help="async FastAPI front: POST /v1/generate, GET /health, /docs")
+    a.add_argument("--backend", choices=("triton", "ort"), default="triton",
+                   help="forward to Triton (default) or batch in-process with ONNX Runtime")
+    a.add_argument("--triton-url", default=f"{LOOPBACK}:8000", help="Triton HTTP host:port")
+    a.add_argument("--start-triton", action="store_true", help="also start Triton (needs --onnx) and stop it on exit")
+    a.add_argument("--onnx", help="ONNX folder for --backend ort or --start-triton")
+    a.add_argument("--timeout", type=float, default=10.0, help="per-request timeout in seconds (504 after)")
+    a.add_argument("--max-text-chars", type=int, default=2000, help="longest accepted text (422 beyond)")
+    _common(a, 8080)
+    _batching(a)
+    a.set_defaults(func=_api)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m labkit.serving.cli serve ...`: the serve command without importing every other topic."""
+    parser = argparse.ArgumentParser(prog="labkit")
+    register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    return int(args.func(args) or 0)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,170 @@
+"""Start a server as a real subprocess, wait until it answers, and always stop it (no orphans).
+
+Each server runs in its own process group (`start_new_session`), so stopping it
+(SIGTERM, then SIGKILL after a grace period) also ends what it spawned: Triton's
+`tritonserver` binary and its Python-backend stubs.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+from pathlib import Path
+from typing import Sequence
+
+LOOPBACK = "127.0.0.1"
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that is free right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((LOOPBACK, 0))
+        return s.getsockname()[1]
+
+
+def server_env(threads: int | None = None) -> dict[str, str]:
+    """Environment for a server process.
+
+    Triton's Python-backend stub links libpython3.x.so; with a non-system Python the
+    library directory must be on LD_LIBRARY_PATH or the stub fails with
+    "'_thread.RLock' object has no attribute '_recursion_count'".
+    """
+    env = dict(os.environ)
+    libdir = sysconfig.get_config_var("LIBDIR") or ""
+    if libdir:
+        env["LD_LIBRARY_PATH"] = os.pathsep.join(p for p in (libdir, env.get("LD_LIBRARY_PATH", "")) if p)
+    env.setdefault("HF_HUB_OFFLINE", "1")
+    env.setdefault("TOKENIZERS_PARALLELISM", "false")
+    env["PYTHONUNBUFFERED"] = "1"
+    if threads:
+        env["OMP_NUM_THREADS"] = str(threads)
+    return env
+
+
+def labkit_argv(*args: str) -> list[str]:
+    """`labkit serve ...` run with this interpreter, through the serving CLI alone.
+
+    `labkit.serving.cli` registers only `serve`, so a server process does not import
+    every other topic (torch among them) that the full `labkit` command line registers.
+    """
+    if not args or args[0] != "serve":
+        raise ValueError(f"labkit_argv starts servers only: got {args!r}")
+    return [sys.executable, "-m", "labkit.serving.cli", *args]
+
+
+class ServerProcess:
+    """Context manager around one server subprocess.
+
+    >>> with ServerProcess(labkit_argv("serve", "api", "--port", "8080"), "http://127.0.0.1:8080/health") as srv:  # doctest: +SKIP
+    ...     httpx.post(srv.url + "/v1/generate", json={...})
+    """
+
+    def __init__(self, argv: Sequence[str], ready_url: str, timeout: float = 90.0, name: str | None = None,
+                 log_path: str | Path | None = None, env: dict[str, str] | None = None, ready_status: int = 200):
+        self.argv = list(argv)
+        self.ready_url = ready_url
+        self.url = ready_url.split("/", 3)[0] + "//" + ready_url.split("/", 3)[2]
+        self.timeout = timeout
+        self.name = name or Path(self.argv[0]).name
+        self.ready_status = ready_status
+        self.env = env or server_env()
+        self.log_path = Path(log_path) if log_path else Path(tempfile.mkstemp(prefix=f"labkit-{self.name}-", suffix=".log")[1])
+        self.proc: subprocess.Popen | None = None
+        self.startup_s = float("nan")
+
+    def start(self) -> "ServerProcess":
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log = open(self.log_path, "wb")
+        t0 = time.perf_counter()
+        self.proc = subprocess.Popen(self.argv, stdout=self._log, stderr=subprocess.STDOUT, env=self.env,
+                                     start_new_session=True, stdin=subprocess.DEVNULL)
+        try:
+            self._wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+        self.startup_s = time.perf_counter() - t0
+        return self
+
+    def _wait_ready(self) -> None:
+        import httpx
+
+        deadline = time.monotonic() + self.timeout
+        last = "no answer yet"
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"{self.name} exited with code {self.proc.returncode} before it was ready:\n{self.log_tail()}")
+            try:
+                r = httpx.get(self.ready_url, timeout=2.0)
+                if r.status_code == self.ready_status:
+                    return
+                last = f"HTTP {r.status_code}"
+            except httpx.HTTPError as exc:
+                last = type(exc).__name__
+            time.sleep(0.2)
+        raise TimeoutError(f"{self.name} not ready at {self.ready_url} after {self.timeout:.0f}s ({last}):\n{self.log_tail()}")
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self, grace: float = 10.0) -> None:
+        """SIGTERM the whole process group, SIGKILL it if it lingers; idempotent."""
+        if self.proc is None:
+            return
+        try:
+            pgid = os.getpgid(self.proc.pid)
+        except ProcessLookupError:
+            pgid = None
+        if pgid is not None:
+            _signal_group(pgid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=grace)
+            except subprocess.TimeoutExpired:
+                pass
+            # children (tritonserver, stubs) may outlive the leader: kill what is left of the group
+            _signal_group(pgid, signal.SIGKILL)
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(timeout=5)
+        if pgid is not None:
+            _wait_group_gone(pgid, timeout=10.0)
+        self._log.close()
+
+    def log_tail(self, n: int = 40) -> str:
+        try:
+            lines = self.log_path.read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            return ""
+        return "\n".join(lines[-n:])
+
+    def __enter__(self) -> "ServerProcess":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def _wait_group_gone(pgid: int, timeout: float) -> bool:
+    """Wait until no process of the group is left (killed grandchildren are reaped by init)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            return False
+        time.sleep(0.1)
+    return False
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass

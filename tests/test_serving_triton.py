@@ -1,0 +1,96 @@
+"""The full stack as real processes: Triton (PyTriton, ONNX int8) behind the async API, and the baseline.
+
+One Triton start serves the whole module: the API is started first with Triton absent
+(503 with a message), then Triton comes up (the API recovers without a restart), a bounded
+concurrent load runs with zero 5xx, and Triton is stopped again (503 again).
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+
+import httpx
+import pytest
+
+import serving_helpers as h
+from labkit.serving.cli import start_triton
+from labkit.serving.loadgen import check_loopback, closed_loop, open_loop, payloads_from_texts
+from labkit.serving.process import ServerProcess, free_port, labkit_argv
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
+
+
+@pytest.fixture(scope="module")
+def art(tmp_path_factory):
+    return h.artifacts(tmp_path_factory.getbasetemp() / "serving")
+
+
+def _generate(url: str, task: str = "summary", text: str = "上海今天举行国际进口博览会。") -> httpx.Response:
+    return httpx.post(url + "/v1/generate", json={"task": task, "text": text}, timeout=30)
+
+
+def test_api_reports_triton_down_then_recovers_and_serves_concurrent_load(art, tmp_path):
+    triton_port = free_port()
+    api_port = free_port()
+    argv = labkit_argv("serve", "api", "--triton-url", f"127.0.0.1:{triton_port}", "--port", str(api_port),
+                       "--timeout", "20")
+    with ServerProcess(argv, f"http://127.0.0.1:{api_port}/openapi.json", name="api", log_path=tmp_path / "api.log") as api:
+        # 1. Triton is not running: a clear 503, and /health says so
+        r = _generate(api.url)
+        assert r.status_code == 503, r.text
+        assert r.json()["error"] == "backend_unavailable" and "labkit serve triton" in r.json()["message"]
+        assert httpx.get(api.url + "/health", timeout=5).status_code == 503
+
+        triton = start_triton(art["int8"], max_batch=16, queue_delay_us=3000, threads=1, max_source_len=64,
+                              port=triton_port, log_path=tmp_path / "triton.log")
+        with triton:
+            # 2. recovery without restarting the API
+            assert httpx.get(api.url + "/health", timeout=5).json() == {"status": "ok", "backend": "triton"}
+            r = _generate(api.url)
+            assert r.status_code == 200, r.text
+            assert r.json()["backend"] == "triton"
+            # 3. bounded concurrent load: every request answered, no 5xx
+            payloads = payloads_from_texts(h.texts(16))
+            res = asyncio.run(closed_loop(api.url, payloads, concurrency=16, max_requests=64, max_seconds=60, server="api"))
+            assert res.requests == 64 and res.ok == 64 and res.server_errors == 0, res
+            ores = asyncio.run(open_loop(api.url, payloads, rate=20, seconds=1.5, server="api"))
+            assert ores.requests == 30 and ores.errors == 0, ores
+            # identical requests give identical answers whatever they were batched with
+            outs = {_generate(api.url, "title", payloads[0]["text"]).json()["output"] for _ in range(3)}
+            assert len(outs) == 1
+            triton_pgid = os.getpgid(triton.proc.pid)
+        # 4. Triton gone again (and its whole process group with it): 503, not a hang or a 500
+        with pytest.raises(ProcessLookupError):
+            os.killpg(triton_pgid, 0)
+        r = _generate(api.url)
+        assert r.status_code == 503, r.text
+
+
+def test_baseline_pipeline_server_answers_and_validates(art, tmp_path):
+    port = free_port()
+    argv = labkit_argv("serve", "baseline", "--model", str(art["model"]), "--port", str(port), "--threads", "1",
+                       "--max-source-len", "64")
+    with ServerProcess(argv, f"http://127.0.0.1:{port}/health", name="baseline", log_path=tmp_path / "b.log") as srv:
+        r = _generate(srv.url, "keywords")
+        assert r.status_code == 200, r.text
+        assert r.json()["backend"] == "pipeline"
+        assert _generate(srv.url, "poem").status_code == 422
+        pid = srv.proc.pid
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+def test_process_helper_reports_a_server_that_dies_at_startup(tmp_path):
+    argv = labkit_argv("serve", "triton", "--onnx", str(tmp_path / "missing"), "--port", str(free_port()))
+    srv = ServerProcess(argv, "http://127.0.0.1:1/never", timeout=60, name="broken", log_path=tmp_path / "x.log")
+    with pytest.raises(RuntimeError, match="exited with code"):
+        srv.start()
+    assert not srv.alive()
+
+
+def test_load_generator_refuses_non_loopback_targets():
+    check_loopback("http://127.0.0.1:8080")
+    check_loopback("http://localhost:1")
+    for url in ("http://10.0.0.1:8080", "http://example.com", "http://0.0.0.0:80"):
+        with pytest.raises(ValueError, match="loopback"):
+            check_loopback(url)
