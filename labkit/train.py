@@ -25,7 +25,7 @@ import sys
 import time
 from pathlib import Path
 
-from labkit.distributed.samplers import SAMPLERS
+from labkit.distributed import SAMPLERS
 
 OUT_ENV = "LABKIT_OUT"
 

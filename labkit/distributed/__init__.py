@@ -8,4 +8,8 @@ from __future__ import annotations
 
 from labkit.distributed.launch import LaunchError, LaunchFailed, LaunchResult, LaunchTimeout, launch
 
-__all__ = ["launch", "LaunchError", "LaunchFailed", "LaunchTimeout", "LaunchResult"]
+# The sampler choices live here, not in `samplers` (which imports torch), so the
+# `labkit` CLI can build its parser without loading torch.
+SAMPLERS = ("none", "distributed", "split")
+
+__all__ = ["SAMPLERS", "launch", "LaunchError", "LaunchFailed", "LaunchTimeout", "LaunchResult"]

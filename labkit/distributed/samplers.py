@@ -15,7 +15,7 @@ from typing import Iterator
 import torch
 from torch.utils.data import DistributedSampler, Sampler
 
-SAMPLERS = ("none", "distributed", "split")
+from labkit.distributed import SAMPLERS
 
 
 class _Shuffled(Sampler[int]):
