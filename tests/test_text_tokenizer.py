@@ -30,6 +30,14 @@ def test_fullwidth_is_folded_and_unseen_chars_are_unk():
     assert unk_rate(tok, ["鑫鑫新闻"]) == pytest.approx(0.5)
 
 
+def test_cjk_punctuation_survives_normalisation():
+    # NFKC (and ftfy's width fix) would turn these into ASCII: the model would learn to write "," in Chinese
+    text = "据报道，会议（第3次）召开：成功！真的？是。"
+    tok = train_tokenizer([text] * 2, min_frequency=1)
+    assert tok.decode(tok(text)["input_ids"], skip_special_tokens=True) == text
+    assert tok("，")["input_ids"] != tok(",")["input_ids"]
+
+
 def test_save_and_load_as_standard_tokenizer(tmp_path):
     tok = tokenizer()
     tok.save_pretrained(tmp_path)

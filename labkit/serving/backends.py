@@ -87,11 +87,9 @@ class MicroBatcher:
 
     def __init__(self, onnx_dir: str | Path, max_batch: int = 32, max_delay_ms: float = 2.0, threads: int = 0,
                  max_source_len: int = 128):
-        import os
+        from labkit.serving.ort_generate import OrtGenerator, serving_threads
 
-        from labkit.serving.ort_generate import OrtGenerator
-
-        self.gen = OrtGenerator(onnx_dir, threads=threads or (os.cpu_count() or 1), max_source_len=max_source_len)
+        self.gen = OrtGenerator(onnx_dir, threads=serving_threads(threads), max_source_len=max_source_len)
         self.max_batch = max_batch
         self.max_delay = max_delay_ms / 1e3
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ort")

@@ -63,8 +63,12 @@ def isolation_steps(model, tokenizer, fp32_gen, int8_gen, sources: Sequence[str]
 
 
 def start_stack(kind: str, stack: ExitStack, model_dir: Path, int8_dir: Path, log_dir: Path, threads: int = 0,
-                max_batch: int = 32, queue_delay_us: int = 3000, max_source_len: int = 128) -> ServerProcess:
-    """Start `kind` (and what it needs) inside `stack`; returns the process the load goes to."""
+                max_batch: int = 32, queue_delay_us: int = 10_000, max_source_len: int = 128,
+                instances: int = 1) -> ServerProcess:
+    """Start `kind` (and what it needs) inside `stack`; returns the process the load goes to.
+
+    The 10 ms queue delay was measured: at 16 clients on 2 cores api+triton gave 77.5 / 84.1 / 81.9 QPS
+    with 3 / 10 / 20 ms -- waiting a little longer forms fuller batches."""
     from labkit.serving.cli import start_triton
 
     log_dir.mkdir(parents=True, exist_ok=True)
@@ -74,7 +78,7 @@ def start_stack(kind: str, stack: ExitStack, model_dir: Path, int8_dir: Path, lo
         argv = labkit_argv("serve", "baseline", "--model", str(model_dir), *common)
     elif kind == "api+triton":
         triton = stack.enter_context(start_triton(int8_dir, max_batch, queue_delay_us, threads, max_source_len,
-                                                  log_path=log_dir / "triton.log"))
+                                                  log_path=log_dir / "triton.log", instances=instances))
         argv = labkit_argv("serve", "api", "--triton-url", triton.url, *common)
     elif kind == "api+ort":
         argv = labkit_argv("serve", "api", "--backend", "ort", "--onnx", str(int8_dir), "--max-batch", str(max_batch),

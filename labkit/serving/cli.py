@@ -16,7 +16,7 @@ def _uvicorn(app, port: int) -> int:
 
 
 def start_triton(onnx_dir, max_batch: int = 32, queue_delay_us: int = 2000, threads: int = 0,
-                 max_source_len: int = 128, log_path=None, port: int | None = None):
+                 max_source_len: int = 128, log_path=None, port: int | None = None, instances: int = 1):
     """A `ServerProcess` for `labkit serve triton` on a free loopback port (enter it to start)."""
     from labkit.serving.process import ServerProcess, free_port, labkit_argv
     from labkit.serving.triton import ready_url
@@ -24,7 +24,7 @@ def start_triton(onnx_dir, max_batch: int = 32, queue_delay_us: int = 2000, thre
     port = port or free_port()
     argv = labkit_argv("serve", "triton", "--onnx", str(onnx_dir), "--port", str(port), "--grpc-port", str(free_port()),
                        "--max-batch", str(max_batch), "--queue-delay-us", str(queue_delay_us),
-                       "--threads", str(threads), "--max-source-len", str(max_source_len))
+                       "--threads", str(threads), "--max-source-len", str(max_source_len), "--instances", str(instances))
     return ServerProcess(argv, ready_url(port), timeout=120, name="triton", log_path=log_path)
 
 
@@ -39,7 +39,7 @@ def _triton(args) -> int:
 
     serve(TritonSettings(onnx_dir=Path(args.onnx), http_port=args.port, grpc_port=args.grpc_port or args.port + 1,
                          max_batch=args.max_batch, queue_delay_us=args.queue_delay_us, threads=args.threads,
-                         max_source_len=args.max_source_len))
+                         max_source_len=args.max_source_len, instances=args.instances))
     return 0
 
 
@@ -62,7 +62,7 @@ def _api(args) -> int:
                 if not args.onnx:
                     raise SystemExit("labkit serve api --start-triton needs --onnx DIR (the int8 export)")
                 srv = stack.enter_context(start_triton(args.onnx, args.max_batch, args.queue_delay_us, args.threads,
-                                                       args.max_source_len))
+                                                       args.max_source_len, instances=args.instances))
                 url = srv.url
                 print(f"triton started at {url} (log: {srv.log_path})", flush=True)
             from labkit.serving.backends import TritonBackend
@@ -82,6 +82,7 @@ def _common(p: argparse.ArgumentParser, port: int) -> None:
 def _batching(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-batch", type=int, default=32, help="largest batch the dynamic batcher forms")
     p.add_argument("--queue-delay-us", type=int, default=2000, help="longest wait for more requests to batch (µs)")
+    p.add_argument("--instances", type=int, default=1, help="Triton model instances running batches concurrently")
 
 
 def register(subparsers) -> None:

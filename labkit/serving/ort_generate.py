@@ -14,12 +14,25 @@ from typing import Sequence
 import numpy as np
 
 
+def serving_threads(threads: int = 0) -> int:
+    """ONNX Runtime intra-op threads for a server: `threads`, or all cores but one when 0.
+
+    The spare core is for the HTTP front and Triton, which run beside the model; on this
+    2-core machine one model thread gave 86 QPS at concurrency 16 against 77 with two."""
+    import os
+
+    return threads if threads > 0 else max(1, (os.cpu_count() or 2) - 1)
+
+
 def _session(path: Path, threads: int):
     import onnxruntime as ort
 
     so = ort.SessionOptions()
     so.intra_op_num_threads = max(1, threads)
     so.inter_op_num_threads = 1
+    # ORT's idle workers spin by default, burning the cores the servers' other processes need:
+    # at concurrency 16 on 2 cores, 40 QPS with spinning and 77 without (2 threads each).
+    so.add_session_config_entry("session.intra_op.allow_spinning", "0")
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     so.log_severity_level = 3  # warnings about unused initializers are noise here
     return ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])

@@ -30,7 +30,8 @@ class TritonSettings:
     grpc_port: int = 8001
     max_batch: int = 32
     queue_delay_us: int = 2000
-    threads: int = 0              # ONNX Runtime intra-op threads; 0 -> all cores
+    threads: int = 0              # ONNX Runtime intra-op threads per instance; 0 -> all cores but one
+    instances: int = 1            # model instances (each its own sessions; Triton runs them concurrently)
     max_source_len: int = 128
     model_name: str = MODEL_NAME
 
@@ -61,16 +62,17 @@ def _text(cell) -> str:
 
 def serve(s: TritonSettings) -> None:
     """Run Triton on 127.0.0.1 until SIGTERM/SIGINT (blocks)."""
-    import os
 
     from pytriton.model_config import DynamicBatcher, ModelConfig, Tensor
     from pytriton.triton import Triton, TritonConfig
 
-    from labkit.serving.ort_generate import OrtGenerator
+    from labkit.serving.ort_generate import OrtGenerator, serving_threads
 
-    threads = s.threads or (os.cpu_count() or 1)
-    gen = OrtGenerator(s.onnx_dir, threads=threads, max_source_len=s.max_source_len)
-    gen.generate([model_input("title", "预热")], 2)  # warm the sessions before the first request
+    threads = serving_threads(s.threads)
+    # one generator per instance: a fast tokenizer is not safe to share between threads ("Already borrowed")
+    gens = [OrtGenerator(s.onnx_dir, threads=threads, max_source_len=s.max_source_len) for _ in range(max(1, s.instances))]
+    for gen in gens:
+        gen.generate([model_input("title", "预热")], 2)  # warm the sessions before the first request
     cfg = TritonConfig(
         http_address=LOOPBACK, http_port=s.http_port,
         grpc_address=LOOPBACK, grpc_port=s.grpc_port,
@@ -79,7 +81,7 @@ def serve(s: TritonSettings) -> None:
     with Triton(config=cfg) as triton:
         triton.bind(
             model_name=s.model_name,
-            infer_func=make_infer_fn(gen),
+            infer_func=[make_infer_fn(gen) for gen in gens],
             inputs=[Tensor(name="task", dtype=bytes, shape=(1,)), Tensor(name="text", dtype=bytes, shape=(1,))],
             outputs=[Tensor(name="output", dtype=bytes, shape=(1,))],
             config=ModelConfig(
@@ -89,8 +91,8 @@ def serve(s: TritonSettings) -> None:
             ),
             strict=True,
         )
-        LOG.warning("triton serving %s on http://%s:%d (max_batch=%d, queue_delay=%dus, ort threads=%d)",
-                    s.model_name, LOOPBACK, s.http_port, s.max_batch, s.queue_delay_us, threads)
+        LOG.warning("triton serving %s on http://%s:%d (max_batch=%d, queue_delay=%dus, instances=%d, ort threads=%d)",
+                    s.model_name, LOOPBACK, s.http_port, s.max_batch, s.queue_delay_us, len(gens), threads)
         triton.serve()
 
 

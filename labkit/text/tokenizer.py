@@ -25,11 +25,17 @@ SPECIALS = [PAD, EOS, UNK]  # ids 0, 1, 2 as T5 expects (pad=decoder start=0, eo
 SPACE = "▁"
 
 
+# Full-width letters and digits (ＡＢＣ１２３) share ids with their ASCII forms.  Only
+# these: NFKC would also turn the CJK punctuation ，：！？（） into ASCII -- the same
+# damage as ftfy's width fix -- and a model trained on it writes "," in Chinese titles.
+_FULLWIDTH_ALNUM = [chr(c) for r in ((0xFF10, 0xFF19), (0xFF21, 0xFF3A), (0xFF41, 0xFF5A)) for c in range(r[0], r[1] + 1)]
+_FULLWIDTH_FOLD = [normalizers.Replace(c, chr(ord(c) - 0xFEE0)) for c in _FULLWIDTH_ALNUM]
+
+
 def _backend(vocab: dict[str, int] | None = None) -> Tokenizer:
     tok = Tokenizer(models.WordLevel(vocab=vocab or {}, unk_token=UNK) if vocab else models.WordLevel(unk_token=UNK))
-    # NFKC folds full-width Latin/digits (ＡＢＣ１２３) onto ASCII so they share ids.
     tok.normalizer = normalizers.Sequence(
-        [normalizers.NFKC(), normalizers.Replace(Regex(r"\s+"), SPACE), normalizers.Strip()]
+        [normalizers.NFC(), *_FULLWIDTH_FOLD, normalizers.Replace(Regex(r"\s+"), SPACE), normalizers.Strip()]
     )
     # whitespace is already "▁", so "." (no newline match) sees every character
     tok.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
