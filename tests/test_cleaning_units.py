@@ -94,6 +94,13 @@ def test_boilerplate_lines_and_trailing_clauses_are_removed():
     assert fixes == ["boilerplate_removed", "script_removed"]
 
 
+def test_traditional_character_furniture_is_removed_too():
+    # Big5 pages (Taiwan / Hong Kong sites) carry the same footers in traditional characters
+    body = "市政府今日公布新措施。責任編輯：王小明\n免責聲明：本站內容僅供參考\n版權所有 未經授權禁止轉載\n新措施下月起實施。"
+    out, fixes = drop_furniture(body)
+    assert out == "市政府今日公布新措施。\n新措施下月起實施。" and fixes == ["boilerplate_removed"]
+
+
 def test_parser_drops_multiline_uppercase_scripts_the_regex_misses():
     html = (f"<html><head><title>{TITLE} - 某某新闻网</title></head><body><nav>首页 | 国内</nav>"
             f"<div class='article-content'><p>{ZH}</p><SCRIPT type='text/javascript'>\nvar x = '<p>不是正文</p>';\n"

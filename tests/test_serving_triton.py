@@ -7,6 +7,7 @@ concurrent load runs with zero 5xx, and Triton is stopped again (503 again).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 
 import httpx
@@ -78,6 +79,41 @@ def test_baseline_pipeline_server_answers_and_validates(art, tmp_path):
         pid = srv.proc.pid
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+
+
+def _triton_pids() -> set[int]:
+    import psutil
+
+    out = set()
+    for p in psutil.process_iter(["pid", "cmdline"]):
+        cmd = " ".join(p.info["cmdline"] or [])
+        if "tritonserver" in cmd or "serve triton" in cmd:
+            out.add(p.info["pid"])
+    return out
+
+
+def test_api_started_triton_dies_with_the_api_even_on_sigkill(art, tmp_path):
+    import signal
+    import time
+
+    before = _triton_pids()
+    api_port = free_port()
+    argv = labkit_argv("serve", "api", "--start-triton", "--onnx", str(art["int8"]), "--threads", "1",
+                       "--max-source-len", "64", "--port", str(api_port))
+    api = ServerProcess(argv, f"http://127.0.0.1:{api_port}/health", timeout=180, name="api", log_path=tmp_path / "api.log")
+    with api:
+        assert _generate(api.url, "title").status_code == 200
+        started = _triton_pids() - before
+        assert started, "the api did not start a Triton of its own"
+        os.kill(api.proc.pid, signal.SIGKILL)   # the leader only: no chance to clean up
+        deadline = time.monotonic() + 30
+        while _triton_pids() - before and time.monotonic() < deadline:
+            time.sleep(0.5)
+        left = _triton_pids() - before
+        for pid in left:   # do not let a failure here leave servers running for the next tests
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        assert not left, f"Triton outlived its SIGKILLed api: {left}"
 
 
 def test_process_helper_reports_a_server_that_dies_at_startup(tmp_path):

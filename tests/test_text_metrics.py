@@ -19,6 +19,14 @@ def test_keyword_f1():
     assert keyword_f1("", ["锂电池"]) == 0.0
 
 
+def test_duplicate_rate():
+    from labkit.text.metrics import duplicate_rate
+
+    assert duplicate_rate([]) == 0.0
+    assert duplicate_rate(["北京下雨", "上海晴"]) == 0.0
+    assert duplicate_rate(["北京下雨", "北京 下雨", "北京下雨", "上海晴"]) == pytest.approx(0.5)
+
+
 def test_repetition_rate():
     assert repetition_rate("北京今天下雨") == 0.0
     assert repetition_rate("哈哈哈哈哈哈") == pytest.approx(0.75)

@@ -21,20 +21,22 @@ def read_clean(out_dir) -> list[dict]:
 
 
 def dirty_vs_clean(dirty: Sequence[dict], clean: Sequence[dict], eval_records: Sequence, cfg,
-                   tasks: Sequence[str] = ("title",), steps: int | None = None) -> dict:
+                   tasks: Sequence[str] = ("title",), steps: int | None = None, **train_overrides) -> dict:
     """Train the same model for the same steps on each set; returns {"dirty": Trained, "clean": Trained}.
 
-    `tasks` defaults to title generation: a crawl has titles and bodies, not summaries or keywords."""
+    `tasks` defaults to title generation: a crawl has titles and bodies, not summaries or keywords.
+    `train_overrides` (e.g. `lr=5e-3`) apply to both arms alike."""
     from labkit.text.tokenizer import train_tokenizer
     from labkit.training.recipes import tokenizer_texts, train_generator
 
     tokenizer = train_tokenizer(tokenizer_texts(list(dirty) + list(clean)))
-    return {name: train_generator(records, eval_records, cfg, tasks=tasks, steps=steps, tokenizer=tokenizer)
+    return {name: train_generator(records, eval_records, cfg, tasks=tasks, steps=steps, tokenizer=tokenizer,
+                                   **train_overrides)
             for name, records in (("dirty", dirty), ("clean", clean))}
 
 
 def metrics_table(runs: dict):
-    """One row per arm: records, final train loss, eval loss, ROUGE-L, keyword F1, repetition."""
+    """One row per arm: final train loss, eval loss, ROUGE-L, keyword F1, repetition, duplicated outputs."""
     import pandas as pd
 
     rows = {}
@@ -43,5 +45,6 @@ def metrics_table(runs: dict):
         tail = tr.history.loss[-10:]
         rows[name] = {"train_loss (last 10 steps)": sum(tail) / max(1, len(tail)),
                       "eval_loss": m.get("eval_loss"), "rouge_l": m.get("rouge_l"),
-                      "keyword_f1": m.get("keyword_f1"), "repetition": m.get("repetition")}
+                      "keyword_f1": m.get("keyword_f1"), "repetition": m.get("repetition"),
+                      "duplicates": m.get("duplicates")}
     return pd.DataFrame(rows).T

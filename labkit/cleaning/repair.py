@@ -36,11 +36,27 @@ _HSPACE = re.compile(r"[ \t\u00a0\u2000-\u200a\u202f\u205f]+")
 _ANY_SPACE = re.compile(r"\s+")
 
 # Lines (or trailing clauses) that are page furniture, not article text.
+_FURNITURE = (
+    "责任编辑 编辑: 编辑： 版权所有 版权声明 未经授权 禁止转载 转载请注明 点击查看更多 点击查看 查看更多 "
+    "相关阅读 相关新闻 推荐阅读 热门推荐 分享到 扫码关注 扫一扫 二维码 关注我们 返回首页 返回顶部 上一篇 下一篇 "
+    "免责声明 【纠错】 【打印】 【关闭】 ICP备 京公网安备 广告 本文来源: 本文来源："
+).split()
+
+
+def _with_traditional(phrases):
+    """Each phrase and its traditional spellings: Big5 pages from Taiwan/Hong Kong say 責任編輯, 免責聲明."""
+    import opencc
+
+    out = dict.fromkeys(phrases)
+    for cfg in ("s2t", "s2tw", "s2hk"):
+        conv = opencc.OpenCC(cfg)
+        out.update(dict.fromkeys(conv.convert(p) for p in phrases))
+    return sorted(out, key=len, reverse=True)  # longest first: 点击查看更多 before 点击查看
+
+
 BOILERPLATE = re.compile(
-    r"责任编辑|编辑[:：]|版权所有|版权声明|未经授权|禁止转载|转载请注明|点击查看更多|点击查看|查看更多|"
-    r"相关阅读|相关新闻|推荐阅读|热门推荐|分享到|扫码关注|扫一扫|二维码|关注我们|返回首页|返回顶部|上一篇|下一篇|"
-    r"免责声明|【纠错】|【打印】|【关闭】|"
-    r"Copyright|All Rights Reserved|©|\(c\)\s*\d{4}|ICP备|京公网安备|广告|本文来源[:：]|来源[:：]\S{0,12}$",
+    "|".join(re.escape(p) for p in _with_traditional(_FURNITURE))
+    + r"|Copyright|All Rights Reserved|©|\(c\)\s*\d{4}|(?:来源|來源)[:：]\S{0,12}$",
     re.I,
 )
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")

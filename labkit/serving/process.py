@@ -2,7 +2,9 @@
 
 Each server runs in its own process group (`start_new_session`), so stopping it
 (SIGTERM, then SIGKILL after a grace period) also ends what it spawned: Triton's
-`tritonserver` binary and its Python-backend stubs.
+`tritonserver` binary and its Python-backend stubs.  On Linux each server also gets
+SIGTERM when the process that started it dies, even by SIGKILL (`PR_SET_PDEATHSIG`),
+so `labkit serve api --start-triton` killed hard does not leave Triton running.
 """
 from __future__ import annotations
 
@@ -46,6 +48,15 @@ def server_env(threads: int | None = None) -> dict[str, str]:
     return env
 
 
+def _die_with_parent() -> None:
+    """In the child before exec: ask the kernel for SIGTERM when the parent dies (Linux)."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        PR_SET_PDEATHSIG = 1
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
 def labkit_argv(*args: str) -> list[str]:
     """`labkit serve ...` run with this interpreter, through the serving CLI alone.
 
@@ -82,7 +93,7 @@ class ServerProcess:
         self._log = open(self.log_path, "wb")
         t0 = time.perf_counter()
         self.proc = subprocess.Popen(self.argv, stdout=self._log, stderr=subprocess.STDOUT, env=self.env,
-                                     start_new_session=True, stdin=subprocess.DEVNULL)
+                                     start_new_session=True, stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
         try:
             self._wait_ready()
         except BaseException:

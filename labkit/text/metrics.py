@@ -62,3 +62,16 @@ def repetition_rate(text: str, n: int = 3) -> float:
     if not grams:
         return 0.0
     return 1.0 - len(set(grams)) / len(grams)
+
+
+def duplicate_rate(outputs: Iterable[str]) -> float:
+    """Share of outputs that repeat an earlier output word for word (0 = all different).
+
+    A model that "repeats itself" across inputs -- the same title whatever the article --
+    scores high here while each title alone looks fine to `repetition_rate`.
+
+    >>> duplicate_rate(["甲", "乙", "甲", "甲"])
+    0.5
+    """
+    outs = [_IGNORE.sub("", o or "") for o in outputs]
+    return 1.0 - len(set(outs)) / len(outs) if outs else 0.0

@@ -7,7 +7,7 @@ from typing import Any, Sequence
 
 import torch
 
-from labkit.text.metrics import keyword_f1, repetition_rate, rouge_l, split_keywords
+from labkit.text.metrics import duplicate_rate, keyword_f1, repetition_rate, rouge_l, split_keywords
 from labkit.text.tasks import TASKS, Example, Seq2SeqCollator, make_examples
 
 
@@ -63,7 +63,8 @@ def generate(model, tokenizer, sources: list[str], max_new_tokens: int = 48, bat
 
 def evaluate_generation(model, tokenizer, examples: Sequence[Example], max_new_tokens: int = 48,
                         max_source_len: int = 512) -> dict[str, float]:
-    """Generate for every example; ROUGE-L (titles, summaries), keyword F1, repetition; per task too."""
+    """Generate for every example; ROUGE-L (titles, summaries), keyword F1, repetition within an
+    output, duplicated outputs across examples (per task: the same title for different articles); per task too."""
     if not examples:
         raise ValueError("evaluate_generation got no examples")
     preds = generate(model, tokenizer, [e.source for e in examples], max_new_tokens, max_source_len=max_source_len)
@@ -75,6 +76,10 @@ def evaluate_generation(model, tokenizer, examples: Sequence[Example], max_new_t
     rouge = per.get("title", []) + per.get("summary", [])
     out = {"rouge_l": mean(rouge), "keyword_f1": mean(per.get("keywords", [])),
            "repetition": mean([repetition_rate(p) for p in preds])}
+    by_task: dict[str, list[str]] = {}
+    for e, p in zip(examples, preds):
+        by_task.setdefault(e.task, []).append(p)
+    out["duplicates"] = mean([duplicate_rate(ps) for ps in by_task.values()])
     for task, xs in per.items():
         out[f"{task}/{'keyword_f1' if task == 'keywords' else 'rouge_l'}"] = mean(xs)
     return out
