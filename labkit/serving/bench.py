@@ -33,14 +33,15 @@ def time_calls(fn: Callable[[], object], repeats: int, warmup: int = 2) -> np.nd
 
 def isolation_steps(model, tokenizer, fp32_gen, int8_gen, sources: Sequence[str], max_new_tokens: int,
                     repeats: int = 16, batch: int = 16) -> list[dict]:
-    """Per-request latency and throughput of each step on the same inputs, same thread count."""
+    """Per-request latency and throughput of each step on the same inputs, same thread count.
+
+    Every step serves the same `batch` sources: one at a time (each source once per pass),
+    then all of them in one call -- outputs end at their own eos, so comparing steps over
+    different inputs would compare different amounts of work.  `repeats` single calls are timed
+    per step (whole passes over the batch, at least one) and `max(3, repeats // 4)` batched calls."""
     import torch
 
-    srcs = list(sources)
-    cyc = iter(range(10**9))
-
-    def one(gen_fn):
-        return lambda: gen_fn([srcs[next(cyc) % len(srcs)]])
+    srcs = list(sources)[:batch]
 
     def torch_gen(batch_srcs):
         enc = tokenizer(batch_srcs, return_tensors="pt", padding=True, truncation=True,
@@ -48,17 +49,18 @@ def isolation_steps(model, tokenizer, fp32_gen, int8_gen, sources: Sequence[str]
         with torch.no_grad():
             return model.generate(**enc, max_new_tokens=max_new_tokens, num_beams=1, do_sample=False)
 
+    passes = max(1, -(-repeats // len(srcs)))
     rows = []
     for step, fn in (("pytorch fp32", torch_gen),
                      ("onnx fp32", lambda s: fp32_gen.generate(s, max_new_tokens)),
                      ("onnx int8", lambda s: int8_gen.generate(s, max_new_tokens))):
-        ms = time_calls(one(fn), repeats)
+        fn(srcs[:1])  # warm-up
+        ms = np.concatenate([time_calls(lambda src=src: fn([src]), 1, warmup=0) for _ in range(passes) for src in srcs])
         rows.append({"step": step, "batch": 1, "p50_ms_per_call": float(np.median(ms)),
-                     "requests_per_s": 1e3 / float(np.median(ms))})
-    batched = srcs[:batch]
-    ms = time_calls(lambda: int8_gen.generate(batched, max_new_tokens), max(3, repeats // 4), warmup=1)
-    rows.append({"step": f"onnx int8, {batch} batched", "batch": batch, "p50_ms_per_call": float(np.median(ms)),
-                 "requests_per_s": batch * 1e3 / float(np.median(ms))})
+                     "requests_per_s": 1e3 * len(ms) / float(ms.sum())})
+    ms = time_calls(lambda: int8_gen.generate(srcs, max_new_tokens), max(3, repeats // 4), warmup=1)
+    rows.append({"step": f"onnx int8, {len(srcs)} batched", "batch": len(srcs), "p50_ms_per_call": float(np.median(ms)),
+                 "requests_per_s": len(srcs) * 1e3 / float(np.median(ms))})
     return rows
 
 
