@@ -16,7 +16,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 
 WORKDIR /opt/labkit
-RUN pip install "numpy>=1.26,<2" "chardet>=5,<8" "charset-normalizer>=3.3,<4" "ftfy>=6.2,<7" "lxml>=5"
+RUN pip install "numpy>=1.26,<2" "chardet>=5,<8" "charset-normalizer>=3.3,<4" "ftfy>=6.2,<7" "lxml>=5" "opencc>=1.1,<2"
 
 COPY pyproject.toml README.md ./
 COPY labkit ./labkit
