@@ -62,7 +62,6 @@ def _text(cell) -> str:
 
 def serve(s: TritonSettings) -> None:
     """Run Triton on 127.0.0.1 until SIGTERM/SIGINT (blocks)."""
-
     from pytriton.model_config import DynamicBatcher, ModelConfig, Tensor
     from pytriton.triton import Triton, TritonConfig
 
