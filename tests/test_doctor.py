@@ -1,7 +1,7 @@
 import subprocess
 import sys
 
-from labkit import doctor
+from labkit.doctor import env as doctor
 
 
 def test_checks_pass_on_this_machine_and_torchrun_probe_really_runs_two_ranks():

@@ -189,15 +189,6 @@ def _probe_rank(out_dir: str) -> None:
     dist.destroy_process_group()
 
 
-def register(sub) -> None:
-    p = sub.add_parser("doctor", help="check this machine for the course")
-    dsub = p.add_subparsers(dest="doctor_cmd", metavar="CHECK")
-    e = dsub.add_parser("env", help="Python, packages, torch build, device, cores, memory, fonts, torchrun")
-    e.add_argument("--no-torchrun", action="store_true", help="skip the 2-process torchrun probe")
-    e.set_defaults(func=_cmd_env)
-    p.set_defaults(func=_cmd_env, no_torchrun=False)
-
-
 def _cmd_env(args) -> int:
     checks = run_checks(torchrun=not args.no_torchrun)
     for c in checks:
@@ -209,10 +200,8 @@ def _cmd_env(args) -> int:
     return 1 if bad else 0
 
 
-if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "--probe-rank":
-        _probe_rank(sys.argv[2])
-    else:
-        from labkit.cli import main
 
-        sys.exit(main(["doctor", *sys.argv[1:]]))
+def register(dsub) -> None:
+    e = dsub.add_parser("env", help="Python, packages, torch build, device, cores, memory, fonts, torchrun")
+    e.add_argument("--no-torchrun", action="store_true", help="skip the 2-process torchrun probe")
+    e.set_defaults(func=_cmd_env)

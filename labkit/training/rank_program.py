@@ -1,0 +1,311 @@
+"""The per-rank training program: `python -m labkit.train` / `labkit train`, one entry point, any launcher.
+
+Runs unchanged as one process, under `torchrun` (one node or many) and under
+`accelerate launch`: rank, world and device come from the environment
+(`labkit.distributed.env`).  Training is `labkit.training.trainer.Trainer`.
+The classic pitfalls are settings of this one code path::
+
+    --sampler none|distributed|split   who trains on what
+    --set-epoch / --no-set-epoch       reshuffle each epoch or replay one order
+    --seed-mode synced|per-rank        one seed for all ranks, or seed+rank
+    --no-device-placement              every rank on the default device (cuda:0)
+    --local_rank N                     the legacy argument (warns if it disagrees)
+
+The program lives here, beside the Trainer it drives; `labkit/train.py` keeps the
+documented command `python -m labkit.train` working.
+
+Each rank writes `<out>/ranks/rank<R>.json` (facts for `labkit.distributed.audit`,
+`"completed": true` last) and a heartbeat `rank<R>.progress`.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import socket
+import sys
+import time
+from pathlib import Path
+
+from labkit.distributed import SAMPLERS
+
+OUT_ENV = "LABKIT_OUT"
+
+
+class ConfigMismatchError(RuntimeError):
+    """Ranks were started with different settings or data."""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    a = p.add_argument
+    a("--data", help="directory from prepare_data() (train.jsonl, eval.jsonl, tokenizer/)")
+    a("--out", default=os.environ.get(OUT_ENV) or "runs/train", help="output directory (default $LABKIT_OUT or runs/train)")
+    a("--steps", type=int, default=20, help="optimizer steps; 0 = join the job, report the launch, exit")
+    a("--batch-size", type=int, default=8, help="per process")
+    a("--grad-accum", type=int, default=1)
+    a("--lr", type=float, default=1e-3)
+    a("--schedule", default="cosine")
+    a("--warmup-steps", type=int, default=0)
+    a("--clip", type=lambda s: None if s.lower() == "none" else float(s), default=1.0, help="max grad norm or 'none'")
+    a("--preset", default="tiny")
+    a("--max-source-len", type=int, default=128)
+    a("--max-target-len", type=int, default=48)
+    a("--sampler", choices=SAMPLERS, default="distributed")
+    a("--set-epoch", action=argparse.BooleanOptionalAction, default=True)
+    a("--seed", type=int, default=0)
+    a("--seed-mode", choices=("synced", "per-rank"), default="synced")
+    a("--device", default="auto")
+    a("--device-placement", action=argparse.BooleanOptionalAction, default=True,
+      help="--no-device-placement: skip moving the model to the rank's own device")
+    a("--threads", type=int, default=0, help="torch threads per process (0: cores / processes on this node)")
+    a("--grad-monitor", action=argparse.BooleanOptionalAction, default=True,
+      help="per-layer gradient-norm monitor (named so torchrun does not read it as its --monitor-interval)")
+    a("--tensorboard", action="store_true", help="TensorBoard events in <out>/tb (rank 0)")
+    a("--eval-every", type=int, default=0)
+    a("--ckpt-every", type=int, default=0, help="checkpoint to <out>/ckpt every N steps (rank 0)")
+    a("--resume", choices=("auto", "never"), default="auto", help="auto: continue from <out>/ckpt/latest if present")
+    a("--save-model", action="store_true", help="rank 0 saves model + tokenizer to <out>/model")
+    a("--dist-timeout", type=float, default=300.0, help="seconds a collective may wait for a peer")
+    a("--accelerate-view", choices=("off", "default", "cpu"), default="off",
+      help="record what accelerate's Accelerator() (or Accelerator(cpu=True)) believes about the job")
+    a("--fault", choices=("crash", "hang", "abort-at-exit"),
+      help="inject a fault (first attempt only) for the failure drills; abort-at-exit = SIGABRT after completion")
+    a("--fault-rank", type=int, default=1)
+    a("--fault-step", type=int, default=3)
+    # what torch.distributed.launch used to pass; accepted so old commands run, but it is a warning sign
+    a("--local_rank", "--local-rank", dest="local_rank", type=int, default=None, help=argparse.SUPPRESS)
+
+
+def prepare_data(train_records, eval_records, out_dir, tokenizer=None) -> Path:
+    """Write what every rank loads: records as JSONL and the tokenizer, trained here once."""
+    from labkit.training.recipes import tokenizer_texts
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    for name, recs in (("train", train_records), ("eval", eval_records or [])):
+        rows = [r.to_dict() if hasattr(r, "to_dict") else dict(r) for r in recs]
+        with open(out / f"{name}.jsonl", "w", encoding="utf-8") as f:
+            f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+    if tokenizer is None:
+        from labkit.text.tokenizer import train_tokenizer
+
+        tokenizer = train_tokenizer(tokenizer_texts(train_records))
+    tokenizer.save_pretrained(str(out / "tokenizer"))
+    return out
+
+
+def _read_jsonl(path: Path) -> list[dict]:
+    rows = []
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if line.strip():
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    raise ValueError(f"{path}:{n}: not JSON ({exc}); regenerate it with labkit.train.prepare_data") from exc
+    return rows
+
+
+class RankReport:
+    """This rank's facts (JSON, rewritten atomically) and heartbeat."""
+
+    def __init__(self, out: Path, rank: int):
+        self.dir = out / "ranks"
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.path, self.beat = self.dir / f"rank{rank}.json", self.dir / f"rank{rank}.progress"
+        self.data: dict = {"rank": rank, "pid": os.getpid(), "host": socket.gethostname(), "completed": False}
+
+    @staticmethod
+    def _write(path: Path, obj) -> None:
+        tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(obj, ensure_ascii=False), encoding="utf-8")
+        os.replace(tmp, path)
+
+    def save(self, **facts) -> None:
+        self.data.update(facts)
+        self._write(self.path, self.data)
+
+    def progress(self, stage: str, step: int = 0, phase: str = "") -> None:
+        self._write(self.beat, {"stage": stage, "step": step, "phase": phase, "time": time.time(), "pid": os.getpid()})
+
+
+def _check_same_config(settings: dict, rank: int) -> None:
+    """All ranks must train the same thing; name the ranks and keys that differ."""
+    import torch.distributed as dist
+
+    if not dist.is_initialized():
+        return
+    everyone: list = [None] * dist.get_world_size()
+    dist.all_gather_object(everyone, settings)
+    diffs = {r: sorted(k for k in s if s.get(k) != everyone[0].get(k)) for r, s in enumerate(everyone)}
+    diffs = {r: d for r, d in diffs.items() if d}
+    if diffs:
+        detail = "; ".join(f"rank {r} differs from rank 0 in {d} ({[everyone[r][k] for k in d]} vs "
+                           f"{[everyone[0][k] for k in d]})" for r, d in diffs.items())
+        raise ConfigMismatchError(f"ranks were started with different configurations: {detail}. "
+                                  f"Start every node with the same arguments and the same --data.")
+
+
+def _hooks(model, report: RankReport, args, env, local_loss: list[float]):
+    """Heartbeat, local-loss capture and fault injection around each training forward."""
+    state = {"forwards": 0}
+
+    def pre(module, inputs):
+        if not module.training:
+            return
+        step = state["forwards"] // args.grad_accum + 1  # the optimizer step (1-based) being computed
+        report.progress("train", step, "forward")
+        if args.fault in ("crash", "hang") and _first_attempt(env) and env.rank == args.fault_rank and step == args.fault_step:
+            if args.fault == "crash":
+                raise RuntimeError(f"injected fault: rank {env.rank} crashes at step {step}")
+            report.progress("train", step, "hung (injected)")
+            time.sleep(10**6)
+
+    def post(module, inputs, output):
+        if not module.training:
+            return
+        step = state["forwards"] // args.grad_accum + 1
+        state["forwards"] += 1
+        if getattr(output, "loss", None) is not None:
+            local_loss.append(float(output.loss.detach()))
+        report.progress("train", step, "backward")
+
+    return model.register_forward_pre_hook(pre), model.register_forward_hook(post)
+
+
+def _accelerate_view(mode: str) -> dict | None:
+    """What a script relying on accelerate would see (on CPU: DistributedType.NO unless cpu=True)."""
+    if mode == "off":
+        return None
+    from accelerate import Accelerator
+
+    acc = Accelerator(cpu=mode == "cpu")
+    return {"mode": mode, "distributed_type": str(acc.distributed_type).split(".")[-1],
+            "num_processes": acc.num_processes, "process_index": acc.process_index}
+
+
+def run(args: argparse.Namespace) -> int:
+    """Train (or, with --steps 0, just join and report) as this process's rank."""
+    import torch
+
+    from labkit.config import seed_everything, set_threads
+    from labkit.distributed import env as denv
+    from labkit.distributed.audit import param_checksum
+
+    env = denv.read_env()
+    if args.data and not (Path(args.data) / "train.jsonl").is_file():
+        raise SystemExit(f"labkit.train: --data {args.data} has no train.jsonl: make it with labkit.train.prepare_data(...)")
+    out = Path(args.out)
+    report = RankReport(out, env.rank)
+    report.progress("start")
+    legacy = denv.check_legacy_local_rank(args.local_rank, env)
+    cuda = torch.cuda.is_available() and args.device in ("auto", "cuda")
+    dev = denv.rank_device(env, args.device) if args.device_placement else torch.device("cuda" if cuda else "cpu", 0 if cuda else None)
+    seed = args.seed + (env.rank if args.seed_mode == "per-rank" else 0)
+    seed_everything(seed)
+    set_threads(args.threads or max(1, (os.cpu_count() or 1) // max(env.local_world_size, 1)))
+    accel = _accelerate_view(args.accelerate_view)
+    backend = denv.init(env, dev, args.dist_timeout)
+    report.save(env=env.to_dict(), backend=backend, accelerate_view=accel, device=str(dev), legacy_warning=legacy, seed=seed,
+                settings={k: v for k, v in vars(args).items() if k != "func"})
+    print(f"[rank {env.rank}/{env.world_size}] launcher={env.launcher} backend={backend} device={dev}", flush=True)
+    try:
+        data = Path(args.data) if args.data else None
+        fingerprint = hashlib.sha256((data / "train.jsonl").read_bytes()).hexdigest()[:12] if data else None
+        shared = {k: v for k, v in vars(args).items() if k not in ("local_rank", "out", "func", "data")}
+        _check_same_config(shared | {"data_sha": fingerprint}, env.rank)
+        if args.steps == 0:
+            report.save(completed=True)
+        elif data is None:
+            raise SystemExit("labkit.train: --data DIR is required for training (make one with labkit.train.prepare_data)")
+        else:
+            _train(args, env, dev, data, report, param_checksum, torch)
+    finally:
+        denv.cleanup()
+    if args.fault == "abort-at-exit" and env.rank == args.fault_rank and _first_attempt(env):
+        os.abort()  # what gloo sometimes does at interpreter exit on CPU, after all work is recorded
+    return 0
+
+
+def _first_attempt(env) -> bool:
+    return env.restart_count == 0 and os.environ.get("LABKIT_LAUNCH_ATTEMPT", "1") == "1"
+
+
+def _train(args, env, dev, data: Path, report: RankReport, param_checksum, torch) -> None:
+    from labkit.distributed.samplers import RecordingSampler, make_sampler
+    from labkit.model import build_model
+    from labkit.text.tasks import Seq2SeqCollator, make_examples
+    from labkit.text.tokenizer import load_tokenizer
+    from labkit.training.trainer import TrainConfig, Trainer
+
+    report.progress("data")
+    tok = load_tokenizer(data / "tokenizer")
+    train_ex = make_examples(_read_jsonl(data / "train.jsonl"))
+    eval_ex = make_examples(_read_jsonl(data / "eval.jsonl")) if (data / "eval.jsonl").exists() else []
+    collator = Seq2SeqCollator(tok, args.max_source_len, args.max_target_len)
+    report.progress("model")
+    model = build_model(args.preset, len(tok))
+    checksums = {"init": param_checksum(model)}
+    model.to(dev)
+    report.save(param_devices=sorted({str(p.device) for p in model.parameters()}), dataset_size=len(train_ex))
+    wrapped = model
+    if env.distributed:
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        # DDP broadcasts rank 0's weights here: replicas start identical whatever each rank's seed
+        wrapped = DDP(model, device_ids=[dev.index] if dev.type == "cuda" else None)
+        checksums["wrapped"] = param_checksum(model)
+    seed = report.data["seed"]
+    sampler = RecordingSampler(make_sampler(args.sampler, len(train_ex), env.rank, env.world_size, seed))
+    local_loss: list[float] = []
+    _hooks(model, report, args, env, local_loss)
+    ckpt = Path(args.out) / "ckpt"
+    cfg = TrainConfig(steps=args.steps, batch_size=args.batch_size, grad_accum=args.grad_accum, lr=args.lr,
+                      schedule=args.schedule, warmup_steps=args.warmup_steps, clip=args.clip, set_epoch=args.set_epoch,
+                      seed=seed, monitor=args.grad_monitor, eval_every=args.eval_every,
+                      log_dir=str(Path(args.out) / "tb") if args.tensorboard else None,
+                      ckpt_dir=str(ckpt) if args.ckpt_every else None, ckpt_every=args.ckpt_every)
+    resume = str(ckpt) if args.resume == "auto" and (ckpt / "latest").exists() else None
+    report.save(resumed_from=resume)
+    report.progress("train")
+    hist = Trainer(wrapped, train_ex, collator, cfg, eval_examples=eval_ex, sampler=sampler, device=dev).fit(resume_from=resume)
+    checksums["final"] = param_checksum(model)
+    if args.save_model and env.is_main:
+        model.save_pretrained(str(Path(args.out) / "model"))
+        tok.save_pretrained(str(Path(args.out) / "model"))
+    if env.distributed:
+        torch.distributed.barrier()  # the saved model is complete before anyone reports completion
+    report.save(samples=sampler.epochs, set_epoch_calls=sampler.set_epoch_calls, checksums=checksums,
+                local_loss=_per_step(local_loss, args.grad_accum),
+                history={"steps": hist.steps, "loss": hist.loss, "lr": hist.lr, "grad_norm": hist.grad_norm,
+                         "evals": hist.evals, "spikes": len(hist.spikes), "nonfinite": len(hist.nonfinite)},
+                samples_per_s=hist.samples_per_s, train_seconds=hist.seconds, completed=True)
+    report.progress("done", len(hist.steps))
+    print(f"[rank {env.rank}] done: {len(hist.steps)} steps, final loss {hist.loss[-1] if hist.loss else float('nan'):.4f}, "
+          f"{hist.samples_per_s:.1f} samples/s", flush=True)
+
+
+def _per_step(losses: list[float], accum: int) -> list[float]:
+    return [sum(losses[i : i + accum]) / len(losses[i : i + accum]) for i in range(0, len(losses), accum)]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m labkit.train", description=__doc__.splitlines()[0])
+    add_arguments(p)
+    return p
+
+
+def register(subparsers) -> None:
+    """`labkit train ...`: the same entry point as `python -m labkit.train`."""
+    p = subparsers.add_parser("train", help="train the generator (single process, torchrun or accelerate launch)")
+    add_arguments(p)
+    p.set_defaults(func=run)
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run(build_parser().parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
