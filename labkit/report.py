@@ -34,6 +34,12 @@ def _fmt(x) -> str:
     return s if len(s) <= 120 else s[:117] + "..."
 
 
+def _cell(x) -> str:
+    """Text safe inside a markdown table cell: pipes escaped, line breaks as <br>."""
+    s = x if isinstance(x, str) else str(x)
+    return s.replace("\\", "\\\\").replace("|", "\\|").replace("\r\n", "\n").replace("\n", "<br>")
+
+
 def render_md(rows: list[dict], profile: str) -> str:
     n = {k: sum(r["status"] == k for r in rows) for k in ("passed", "failed", "skipped", "not run")}
     lines = [f"# labkit course report ({profile} profile)", "",
@@ -42,7 +48,7 @@ def render_md(rows: list[dict], profile: str) -> str:
     for r in rows:
         exps = (r["results"] or {}).get("expectations", [])
         ok = sum(e["passed"] for e in exps)
-        lines.append(f"| {r['stem']} | {STATUS_MARK[r['status']]} | {r.get('seconds', 0):.0f} | {ok}/{len(exps)} |")
+        lines.append(f"| {_cell(r['stem'])} | {STATUS_MARK[r['status']]} | {r.get('seconds', 0):.0f} | {ok}/{len(exps)} |")
     for r in rows:
         lines += ["", f"## {r['stem']} — {r['title']}", "", f"Status: **{r['status']}**"
                   + (f" ({r['seconds']:.0f} s)" if r.get("seconds") else "")]
@@ -52,8 +58,8 @@ def render_md(rows: list[dict], profile: str) -> str:
         if res:
             lines += ["", "| | expectation | observed | expected |", "|---|---|---|---|"]
             for e in res.get("expectations", []):
-                lines.append(f"| {'PASS' if e['passed'] else 'FAIL'} | {e['name']} | "
-                             f"{_fmt(e['observed'])} | {e['expected']} |")
+                lines.append(f"| {'PASS' if e['passed'] else 'FAIL'} | {_cell(e['name'])} | "
+                             f"{_cell(_fmt(e['observed']))} | {_cell(e['expected'])} |")
             if res.get("metrics"):
                 lines += ["", "Metrics: " + ", ".join(f"`{k}` = {_fmt(v)}" for k, v in res["metrics"].items())]
     return "\n".join(lines) + "\n"
