@@ -64,10 +64,11 @@ def _summarise(server: str, mode: str, level: float, lat: list[float], codes: li
                       float(ok_lat.mean()) if ok else float("nan"))
 
 
-async def _one(client, url: str, payload: dict, lat: list[float], codes: list[int]) -> None:
+async def _one(client, url: str, payload: dict, lat: list[float], codes: list[int], t0: float | None = None) -> None:
+    """Send one request; its latency runs from `t0` (its scheduled send time) or from now."""
     import httpx
 
-    t0 = time.perf_counter()
+    t0 = time.perf_counter() if t0 is None else t0
     try:
         r = await client.post(url, json=payload)
         code = r.status_code
@@ -112,7 +113,10 @@ async def closed_loop(base_url: str, payloads: Sequence[dict], concurrency: int,
 
 async def open_loop(base_url: str, payloads: Sequence[dict], rate: float, seconds: float, server: str = "",
                     timeout: float = 120.0, max_in_flight: int = 256) -> LoadResult:
-    """Start `rate` requests per second for `seconds`; in-flight requests are capped (a bounded client)."""
+    """Start `rate` requests per second for `seconds`; in-flight requests are capped (a bounded client).
+
+    Each latency runs from the request's scheduled send time, so time spent waiting for a free
+    slot (queueing behind a slow server) is counted -- no coordinated omission."""
     check_loopback(base_url)
     url = base_url.rstrip("/") + GENERATE_PATH
     lat: list[float] = []
@@ -124,8 +128,9 @@ async def open_loop(base_url: str, payloads: Sequence[dict], rate: float, second
         tasks = []
 
         async def fire(i: int) -> None:
+            due = t0 + i / rate  # the user's clock starts now, not when a slot frees up (coordinated omission)
             async with sem:
-                await _one(client, url, payloads[i % len(payloads)], lat, codes)
+                await _one(client, url, payloads[i % len(payloads)], lat, codes, t0=due)
 
         for i in range(n):
             delay = t0 + i / rate - time.perf_counter()
