@@ -17,7 +17,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from labkit.config import get_config
+from labkit.cli_errors import UsageError, existing_dir, writable_dir
+from labkit.config import PROFILES, get_config
 from labkit.results import project_root
 
 NB_PATTERN = re.compile(r"^(\d\d)_[\w-]+\.ipynb$")
@@ -158,7 +159,10 @@ def _error_text(exc: Exception) -> str:
 def run_course(profile: str = "smoke", only: list[str] | None = None, out: str | Path | None = None,
                params: dict | None = None, notebooks_dir: str | Path | None = None,
                progress: bool = True) -> list[NotebookRun]:
-    """Execute the selected notebooks in order; write the report; return each run."""
+    """Execute the selected notebooks in order; write the report; return each run.
+
+    `params={"PROFILE": "full"}` is the same as `profile="full"` (cell timeout, needs and all)."""
+    profile = resolve_profile(profile, params)
     cfg = get_config(profile)
     out = Path(out) if out else project_root() / "runs"
     out.mkdir(parents=True, exist_ok=True)
@@ -177,6 +181,16 @@ def run_course(profile: str = "smoke", only: list[str] | None = None, out: str |
     return runs
 
 
+def resolve_profile(profile: str | None, params: dict | None) -> str:
+    """One profile from `--profile` and/or `-p PROFILE ...` (papermill's spelling of the same thing)."""
+    via_p = (params or {}).get("PROFILE")
+    if via_p is not None and str(via_p).lower() not in PROFILES:
+        raise UsageError(f"-p PROFILE {via_p} is not a profile; use one of {', '.join(sorted(PROFILES))}")
+    if via_p is not None and profile is not None and str(via_p).lower() != profile.lower():
+        raise UsageError(f"--profile {profile} and -p PROFILE {via_p} disagree; pass only one of them")
+    return str(via_p).lower() if via_p is not None else (profile or "smoke")
+
+
 def select(infos: list[NotebookInfo], only: list[str] | None) -> list[NotebookInfo]:
     if not only:
         return infos
@@ -184,7 +198,7 @@ def select(infos: list[NotebookInfo], only: list[str] | None) -> list[NotebookIn
     chosen = [i for i in infos if any(i.number == w or i.stem == w or i.stem.startswith(w) for w in wanted)]
     missing = [w for w in wanted if not any(i.number == w or i.stem.startswith(w) for i in infos)]
     if missing:
-        raise SystemExit(f"labkit course: no notebook matches {missing}; see `labkit course list`")
+        raise UsageError(f"no notebook matches --only {' '.join(missing)}; see `labkit course list` for the numbers")
     return chosen
 
 
@@ -194,22 +208,28 @@ def register(sub) -> None:
     p = sub.add_parser("course", help="run or list the course notebooks headless")
     csub = p.add_subparsers(dest="course_cmd", metavar="ACTION")
     r = csub.add_parser("run", help="execute notebooks through papermill and write runs/report.md")
-    r.add_argument("--profile", default="smoke", choices=["smoke", "full"])
+    r.add_argument("--profile", default=None, choices=sorted(PROFILES),
+                   help="smoke: CPU-sized minutes; full: GPU-sized runs (default smoke; same as -p PROFILE NAME)")
     r.add_argument("--only", nargs="+", metavar="NN", help="notebook numbers or stems, e.g. 00 03")
-    r.add_argument("--out", default=None, help="results directory (default: runs/)")
-    r.add_argument("--notebooks", default=None, help="notebooks directory (default: notebooks/)")
+    r.add_argument("--out", type=writable_dir, default=None, help="results directory (default: runs/)")
+    r.add_argument("--notebooks", type=existing_dir, default=None, help="notebooks directory (default: notebooks/)")
     r.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
-                   help="papermill parameter passed to every notebook (repeatable)")
+                   help="papermill parameter passed to every notebook (repeatable; -p PROFILE full = --profile full)")
     r.add_argument("--no-progress", action="store_true", help="hide papermill's per-cell progress bar")
     r.set_defaults(func=_cmd_run)
     ls = csub.add_parser("list", help="print order, title, estimated minutes and hardware needs")
-    ls.add_argument("--notebooks", default=None)
+    ls.add_argument("--notebooks", type=existing_dir, default=None, help="notebooks directory (default: notebooks/)")
     ls.set_defaults(func=_cmd_list)
     p.set_defaults(func=lambda args: p.print_help() or 2)
 
 
 def _cmd_run(args) -> int:
     params = {name: parse_value(value) for name, value in args.parameter}
+    resolve_profile(args.profile, params)  # a bad or conflicting profile fails before any kernel starts
+    selected = select(discover(args.notebooks), args.only)  # so does an unknown --only
+    if not selected:
+        raise UsageError(f"no notebooks found in {args.notebooks or default_notebooks_dir()}; "
+                         "pass --notebooks DIR holding NN_name.ipynb files")
     runs = run_course(args.profile, args.only, args.out, params, args.notebooks, not args.no_progress)
     failed = [r.stem for r in runs if r.status == "failed"]
     out = Path(args.out) if args.out else project_root() / "runs"

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from labkit import course
+from labkit.cli_errors import UsageError
 from labkit.course import discover, parse_value, run_course, select, unmet_needs
 
 FIXTURES = Path(__file__).parent / "fixtures" / "course"
@@ -21,7 +22,7 @@ def test_discover_orders_and_reads_metadata():
 def test_select_by_number_or_stem_and_rejects_unknown():
     infos = discover(FIXTURES)
     assert [i.stem for i in select(infos, ["02", "01_passes"])] == ["01_passes", "02_fails"]
-    with pytest.raises(SystemExit, match="99"):
+    with pytest.raises(UsageError, match="99"):
         select(infos, ["99"])
 
 
@@ -76,3 +77,27 @@ def test_list_shows_needs(capsys):
     assert course._cmd_list(A()) == 0
     out = capsys.readouterr().out
     assert "64 GPU" in out and "[skipped here]" in out and "passes" in out
+
+
+@pytest.mark.parametrize("how", ["--profile", "-p"])
+def test_p_profile_full_is_the_same_as_profile_full(monkeypatch, tmp_path, how):
+    """`-p PROFILE full` is documented as `--profile full`: full's cell timeout and needs, not smoke's."""
+    from labkit.cli import main
+    from labkit.config import get_config
+
+    seen = []
+    monkeypatch.setattr(course, "run_notebook", lambda info, out, parameters, profile, cell_timeout, progress=True:
+                        seen.append((parameters["PROFILE"], profile, cell_timeout))
+                        or course.NotebookRun(info.stem, info.title, "passed"))
+    argv = ["--profile", "full"] if how == "--profile" else ["-p", "PROFILE", "full"]
+    assert main(["course", "run", "--notebooks", str(FIXTURES), "--out", str(tmp_path), "--only", "01", *argv]) == 0
+    assert seen == [("full", "full", get_config("full").cell_timeout)]
+
+
+def test_conflicting_profiles_are_a_usage_error(tmp_path, capsys):
+    from labkit.cli import main
+
+    rc = main(["course", "run", "--notebooks", str(FIXTURES), "--out", str(tmp_path), "--profile", "smoke",
+               "-p", "PROFILE", "full"])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and "PROFILE" in err and "--profile" in err
