@@ -10,6 +10,8 @@ import argparse
 import importlib
 import sys
 
+from labkit.cli_errors import Parser, RunFailed, UsageError
+
 # command name -> module with register(subparsers)
 COMMANDS = {
     "course": "labkit.course",
@@ -32,22 +34,51 @@ def _register_all(sub, table: dict[str, str]) -> None:
         try:
             mod = importlib.import_module(modname)
         except ModuleNotFoundError as exc:
-            if exc.name and exc.name.startswith("labkit"):
-                continue  # topic not built yet
+            if not exc.name or exc.name.split(".")[0] == "labkit":
+                # a labkit module that fails to import is a bug, not a missing command
+                raise ImportError(f"labkit {name}: cannot import {modname}: {exc}") from exc
             msg = f"needs {exc.name}: run `make setup` (or pip install -e '.[serve]')"
-            p = sub.add_parser(name, help=f"(unavailable: {msg})")
-            p.set_defaults(func=lambda args, m=msg: sys.exit(f"labkit: {m}"))
+            p = sub.add_parser(name, help=f"(unavailable: {msg})", add_help=False)
+            p.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+            p.set_defaults(func=lambda args, m=msg: _unavailable(m))
             continue
         mod.register(sub)
 
 
+def _unavailable(msg: str):
+    raise UsageError(msg)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("labkit")
+    except PackageNotFoundError:  # a checkout on sys.path that was never pip-installed
+        from labkit import __version__
+
+        return __version__
+
+
+def _tag_progs(parser: argparse.ArgumentParser) -> None:
+    """Every (sub)parser records its own prog, so errors can name `labkit <cmd> <sub>`."""
+    parser.set_defaults(_prog=parser.prog)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                _tag_progs(child)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="labkit", description=__doc__.splitlines()[0])
+    parser = Parser(prog="labkit", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"labkit {_version()}",
+                        help="print the installed labkit version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     _register_all(sub, COMMANDS)
     bench = sub.add_parser("bench", help="benchmarks: clean, train, serve")
     _register_all(bench.add_subparsers(dest="bench", metavar="BENCH"), BENCHES)
     bench.set_defaults(func=lambda args: bench.print_help() or 2)
+    _tag_progs(parser)
     return parser
 
 
@@ -57,7 +88,14 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
-    rc = args.func(args)
+    try:
+        rc = args.func(args)
+    except UsageError as exc:  # bad arguments or input: one line, exit 2
+        print(f"{args._prog}: {exc}", file=sys.stderr)
+        return 2
+    except RunFailed as exc:  # the run started and failed: its reason, exit 1
+        print(f"{args._prog}: {exc}", file=sys.stderr)
+        return 1
     return int(rc or 0)
 
 
