@@ -57,6 +57,10 @@ class Config:
     def torch_device(self):
         return resolve_device(self.device)
 
+    def sizes(self, notebook: str, **params):
+        """This profile's run sizes for `notebook` (see `NOTEBOOK_SIZES`)."""
+        return notebook_sizes(self.profile, notebook, **params)
+
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
 
@@ -78,6 +82,51 @@ PROFILES: dict[str, Config] = {
         cell_timeout=6 * 3600,
     ),
 }
+
+
+# Each notebook's own run sizes, per profile: one table, so `--profile full` can be
+# reviewed in one place.  A notebook asks `cfg.sizes(notebook, NAME=param, ...)`;
+# a papermill parameter left at None (or 0) takes the value here.
+NOTEBOOK_SIZES: dict[str, dict[str, dict]] = {
+    "smoke": {
+        # the cleaning experiment's own budget: at 150 steps / lr 1e-3 the tiny model writes no title
+        "02_cleaning_pipeline": dict(STEPS=400, LR=5e-3),
+        "03_memory_and_accumulation": dict(N_ARTICLES=120, BATCHES=[4, 8, 16], SEQ_LENS=[64, 128, 256],
+                                           ACCUM_STEPS=12),
+        # 60 steps and 8 hostile samples: every seed 0-5 spikes after the monitor's 10-step warm-up
+        "06_exploding_gradients": dict(N_ARTICLES=200, STEPS=60, BATCH=8, N_HOSTILE=8),
+        "07_multitask_distributed_training": dict(N_ARTICLES=PROFILES["smoke"].corpus_size, STEPS=100, LR=3e-3),
+        # the fast stack needs a few hundred requests for a stable QPS; the baseline stops at the time bound
+        "08_deployment": dict(N_EVAL=48, LEVELS=(1, 16), REQUESTS_PER_LEVEL=192, SECONDS_PER_LEVEL=10.0,
+                              OPEN_RATE=8.0, OPEN_SECONDS=3.0, ISOLATION_REPEATS=12),
+    },
+    "full": {
+        "02_cleaning_pipeline": dict(STEPS=PROFILES["full"].steps, LR=PROFILES["full"].lr),
+        "03_memory_and_accumulation": dict(N_ARTICLES=2000, BATCHES=[4, 8, 16, 32], SEQ_LENS=[128, 256, 512],
+                                           ACCUM_STEPS=50),
+        "06_exploding_gradients": dict(N_ARTICLES=5000, STEPS=1000, BATCH=32, N_HOSTILE=100),
+        "07_multitask_distributed_training": dict(N_ARTICLES=PROFILES["full"].corpus_size, STEPS=PROFILES["full"].steps,
+                                                  LR=PROFILES["full"].lr),
+        "08_deployment": dict(N_EVAL=PROFILES["full"].eval_size, LEVELS=(1, 4, 16, 64), REQUESTS_PER_LEVEL=400, SECONDS_PER_LEVEL=60.0,
+                              OPEN_RATE=40.0, OPEN_SECONDS=20.0, ISOLATION_REPEATS=50),
+    },
+}
+
+
+def notebook_sizes(profile: str, notebook: str, **params):
+    """The notebook's sizes in `profile`, a papermill parameter winning when set.
+
+    Returns the values in the order the names were given, so a notebook writes
+    `STEPS, LR = cfg.sizes("02_cleaning_pipeline", STEPS=STEPS, LR=LR)`.
+
+    >>> notebook_sizes("smoke", "06_exploding_gradients", STEPS=None, BATCH=4)
+    (60, 4)
+    """
+    table = NOTEBOOK_SIZES[profile][notebook]
+    missing = [k for k in params if k not in table]
+    if missing:
+        raise KeyError(f"labkit.config.NOTEBOOK_SIZES[{profile!r}][{notebook!r}] has no {missing}")
+    return tuple(table[k] if v in (None, 0, 0.0, "") else v for k, v in params.items())
 
 
 def get_config(profile: str = "smoke", **overrides) -> Config:

@@ -49,3 +49,36 @@ def test_device_autodetect_and_clear_error_for_missing_cuda():
 def test_setup_applies_seed_and_threads():
     cfg = setup("smoke", seed=5, threads=1)
     assert cfg.seed == 5 and torch.get_num_threads() == 1
+
+
+def test_every_notebook_size_is_in_both_profiles_and_the_notebooks_ask_only_for_those():
+    import ast
+    import json
+    from pathlib import Path
+
+    from labkit.config import NOTEBOOK_SIZES
+
+    assert set(NOTEBOOK_SIZES["smoke"]) == set(NOTEBOOK_SIZES["full"])
+    for nb, table in NOTEBOOK_SIZES["smoke"].items():
+        assert set(table) == set(NOTEBOOK_SIZES["full"][nb]), nb
+    asked = {}
+    for path in sorted(Path("notebooks").glob("*.ipynb")):
+        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+            if cell["cell_type"] != "code" or "cfg.sizes(" not in "".join(cell["source"]):
+                continue
+            for node in ast.walk(ast.parse("".join(cell["source"]))):
+                if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "sizes":
+                    assert node.args[0].value == path.stem, f"{path.name} asks for {node.args[0].value}'s sizes"
+                    asked[path.stem] = {k.arg for k in node.keywords}
+    assert asked, "no notebook reads its sizes from labkit.config"
+    for nb, names in asked.items():
+        assert names == set(NOTEBOOK_SIZES["smoke"][nb]), (nb, names ^ set(NOTEBOOK_SIZES["smoke"][nb]))
+
+
+def test_a_set_parameter_wins_over_the_profile_and_an_unknown_size_is_named():
+    from labkit.config import get_config
+
+    cfg = get_config("full")
+    assert cfg.sizes("06_exploding_gradients", STEPS=None, BATCH=4) == (1000, 4)
+    with pytest.raises(KeyError, match="NO_SUCH"):
+        cfg.sizes("06_exploding_gradients", NO_SUCH=None)
