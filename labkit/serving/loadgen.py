@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
+from labkit.cli_errors import int_list, loopback_url, nonneg_float, positive_float, positive_int, writable_file
 from labkit.serving.schema import GENERATE_PATH
 
 LEVELS = (1, 4, 16, 64)
@@ -177,7 +178,7 @@ def _default_payloads(n: int = 64) -> list[dict]:
 
 def _run(args) -> int:
     payloads = _default_payloads()
-    levels = [int(x) for x in args.levels.split(",") if x.strip()]
+    levels = args.levels  # a list of ints >= 1 (parsed by int_list)
     results = sweep(args.url, payloads, levels, args.requests, args.seconds, server=args.name)
     if args.rate:
         results.append(run_sync(open_loop(args.url, payloads, args.rate, args.open_seconds, server=args.name)))
@@ -194,12 +195,14 @@ def _run(args) -> int:
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("serve", help="load-test a running server on 127.0.0.1 (closed-loop sweep + open loop)")
-    p.add_argument("--url", default="http://127.0.0.1:8080", help="server base URL (loopback only)")
+    p.add_argument("--url", type=loopback_url, default="http://127.0.0.1:8080",
+                   help="server base URL (loopback only: 127.0.0.1, ::1, localhost)")
     p.add_argument("--name", default="server", help="label for the results")
-    p.add_argument("--levels", default=",".join(map(str, LEVELS)), help="closed-loop concurrency levels")
-    p.add_argument("--requests", type=int, default=200, help="requests per level (upper bound)")
-    p.add_argument("--seconds", type=float, default=20.0, help="seconds per level (upper bound)")
-    p.add_argument("--rate", type=float, default=0.0, help="open-loop requests/s (0 = skip the open-loop run)")
-    p.add_argument("--open-seconds", type=float, default=10.0, help="open-loop duration")
-    p.add_argument("--json", help="write the results as JSON here")
+    p.add_argument("--levels", type=int_list, default=list(LEVELS),
+                   help=f"closed-loop concurrency levels, comma-separated (default {','.join(map(str, LEVELS))})")
+    p.add_argument("--requests", type=positive_int, default=200, help="requests per level (upper bound)")
+    p.add_argument("--seconds", type=positive_float, default=20.0, help="seconds per level (upper bound)")
+    p.add_argument("--rate", type=nonneg_float, default=0.0, help="open-loop requests/s (0 = skip the open-loop run)")
+    p.add_argument("--open-seconds", type=positive_float, default=10.0, help="open-loop duration")
+    p.add_argument("--json", type=writable_file, help="write the results as JSON here")
     p.set_defaults(func=_run)
