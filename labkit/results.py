@@ -18,6 +18,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from labkit.jsonl import atomic_write_text
+
 
 class ExpectationFailed(AssertionError):
     pass
@@ -103,10 +105,7 @@ class Results:
     def save(self) -> Path:
         self.out_dir.mkdir(parents=True, exist_ok=True)
         path = self.out_dir / "results.json"
-        tmp = path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(self.to_dict(), ensure_ascii=False, indent=2), encoding="utf-8")
-        os.replace(tmp, path)
-        return path
+        return atomic_write_text(path, json.dumps(self.to_dict(), ensure_ascii=False, indent=2))
 
     def finish(self) -> Path:
         """Save, then raise if any expectation failed (the last cell of every notebook)."""

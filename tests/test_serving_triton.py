@@ -14,9 +14,9 @@ import httpx
 import pytest
 
 import serving_helpers as h
-from labkit.serving.cli import start_triton
 from labkit.serving.loadgen import check_loopback, closed_loop, open_loop, payloads_from_texts
 from labkit.serving.process import ServerProcess, free_port, labkit_argv
+from labkit.serving.triton import start_triton
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 

@@ -19,22 +19,23 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from labkit.cli_errors import UsageError, existing_dir, int_list, positive_int, writable_file
+
 
 def measure_detectors(dump_dir, sample_bytes: int = 65536) -> dict:
     """Accuracy and ms/file of chardet vs charset-normalizer on the dump's non-UTF-8 files.
 
     UTF-8 / BOM files are left out: the pipeline never asks a detector about them."""
     from labkit.cleaning.decode import canonical, detect
+    from labkit.jsonl import read_jsonl
 
     root = Path(dump_dir)
     truth: dict[str, str] = {}
-    with open(root / "labels.jsonl", encoding="utf-8") as f:
-        for line in f:
-            lab = json.loads(line)
-            if "binary_file" in lab["defects"]:
-                continue
-            encs = [d.split(":", 1)[1] for d in lab["defects"] if d.startswith("encoding:")]
-            truth.setdefault(lab["file"], canonical(encs[0]) if encs else "utf-8")
+    for lab in read_jsonl(root / "labels.jsonl"):
+        if "binary_file" in lab["defects"]:
+            continue
+        encs = [d.split(":", 1)[1] for d in lab["defects"] if d.startswith("encoding:")]
+        truth.setdefault(lab["file"], canonical(encs[0]) if encs else "utf-8")
     files = {f: e for f, e in truth.items() if e not in ("utf-8", "utf-8-sig", "utf-16", "utf-32")}
     out: dict[str, dict] = {}
     for det in ("chardet", "charset_normalizer"):
@@ -99,7 +100,7 @@ def _print(result: dict) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    workers = sorted({int(w) for w in args.workers.split(",") if w.strip()})
+    workers = sorted(set(args.workers))  # ints >= 1 (parsed by int_list)
     tmp = Path(tempfile.mkdtemp(prefix="labkit-bench-clean-"))
     try:
         dump = Path(args.dump) if args.dump else tmp / "dump"
@@ -110,9 +111,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"generating a dump of {args.n} articles (seed {args.seed}) ...", file=sys.stderr)
             write_dump(generate(args.n, args.seed), dump, args.seed)
         elif not (dump / "crawl").is_dir() or not (dump / "labels.jsonl").is_file():
-            print(f"labkit bench clean: {dump} has no crawl/ and labels.jsonl (make one with "
-                  "`labkit corpus make`)", file=sys.stderr)
-            return 2
+            raise UsageError(f"--dump {dump} has no crawl/ and labels.jsonl; make one with `labkit corpus make`")
         result = run_bench(dump, workers, tmp / "out")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -124,9 +123,9 @@ def run(args: argparse.Namespace) -> int:
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("clean", help="cleaning pipeline vs the naive recipe: records/s, MB/s")
-    p.add_argument("--n", type=int, default=20_000, help="articles in the generated dump (default 20000)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--dump", default=None, help="use an existing dump (DIR with crawl/ and labels.jsonl)")
-    p.add_argument("--workers", default="1,2", help="worker counts to time (default 1,2)")
-    p.add_argument("--json", default=None, help="also write the figures to this JSON file")
+    p.add_argument("--n", type=positive_int, default=20_000, help="articles in the generated dump (default 20000)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the generated dump (default 0)")
+    p.add_argument("--dump", type=existing_dir, default=None, help="use an existing dump (DIR with crawl/ and labels.jsonl)")
+    p.add_argument("--workers", type=int_list, default=[1, 2], help="worker counts to time, comma-separated (default 1,2)")
+    p.add_argument("--json", type=writable_file, default=None, help="also write the figures to this JSON file")
     p.set_defaults(func=run)

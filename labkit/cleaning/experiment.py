@@ -9,15 +9,15 @@ course's one training loop.
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Sequence
+
+from labkit.jsonl import read_jsonl
 
 
 def read_clean(out_dir) -> list[dict]:
     """The kept records of a cleaning run (clean.jsonl) as dicts."""
-    with open(Path(out_dir) / "clean.jsonl", encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
+    return read_jsonl(Path(out_dir) / "clean.jsonl")
 
 
 def dirty_vs_clean(dirty: Sequence[dict], clean: Sequence[dict], eval_records: Sequence, cfg,

@@ -10,9 +10,10 @@ expected fix).
 """
 from __future__ import annotations
 
-import json
 from collections import Counter, defaultdict
 from pathlib import Path
+
+from labkit.jsonl import read_jsonl
 
 # defect kind -> the fix code that reports it, for defects whose label lists no fix
 DEFECT_FIXES = {"meta_charset_lie": "charset_mismatch"}
@@ -22,17 +23,14 @@ def load_outcomes(out_dir) -> dict[str, dict]:
     """id -> row of clean.jsonl (reason None) or rejects.jsonl."""
     rows: dict[str, dict] = {}
     for name in ("clean.jsonl", "rejects.jsonl"):
-        with open(Path(out_dir) / name, encoding="utf-8") as f:
-            for line in f:
-                r = json.loads(line)
-                r.setdefault("reason", None)
-                rows[r["id"]] = r
+        for r in read_jsonl(Path(out_dir) / name):
+            r.setdefault("reason", None)
+            rows[r["id"]] = r
     return rows
 
 
 def load_labels(path) -> list[dict]:
-    with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
+    return read_jsonl(path)
 
 
 def _correct(label: dict, got: dict | None) -> bool:

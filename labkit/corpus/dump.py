@@ -36,7 +36,6 @@ are encodable); their ground truth in articles.jsonl stays simplified.
 """
 from __future__ import annotations
 
-import json
 import random
 from collections import Counter
 from dataclasses import dataclass, field
@@ -44,6 +43,7 @@ from pathlib import Path
 
 from labkit.corpus.generator import Article
 from labkit.corpus.layout import Rec, build_records, write_files
+from labkit.jsonl import read_jsonl, write_jsonl
 
 # Fix codes a pipeline reports per kept record (free-form in the contract; these are the shared names).
 FIX_CODES: dict[str, str] = {
@@ -143,13 +143,8 @@ def write_dump(articles: list[Article], out_dir, seed: int, rates: dict[str, flo
     n_files, n_bytes = write_files(records, crawl, rates, rng, [a.title for a in articles])
     records.sort(key=lambda r: r.order_key)
     labels_path = out / "labels.jsonl"
-    with open(labels_path, "w", encoding="utf-8") as f:
-        for r in records:
-            f.write(json.dumps(r.label(), ensure_ascii=False) + "\n")
-    articles_path = out / "articles.jsonl"
-    with open(articles_path, "w", encoding="utf-8") as f:
-        for a in articles:
-            f.write(json.dumps(a.to_dict(), ensure_ascii=False) + "\n")
+    write_jsonl(labels_path, (r.label() for r in records))
+    articles_path = write_jsonl(out / "articles.jsonl", (a.to_dict() for a in articles))
     ids = Counter(r.id for r in records)
     dup_ids = [i for i, c in ids.items() if c > 1]
     if dup_ids:  # a label set with colliding ids could not score a pipeline
@@ -164,5 +159,4 @@ def write_dump(articles: list[Article], out_dir, seed: int, rates: dict[str, flo
 
 def load_labels(out_dir) -> list[dict]:
     """The label lines of a dump written by `write_dump`."""
-    with open(Path(out_dir) / "labels.jsonl", encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
+    return read_jsonl(Path(out_dir) / "labels.jsonl")

@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
+from labkit import procs
+
 LAUNCHERS = ("torchrun", "python", "accelerate", "accelerate-cpu")
 SIGABRT_EXIT = -signal.SIGABRT
 _TAG = re.compile(r"^\[(?:default|[a-z]+)(\d+)\]:")
@@ -81,9 +83,7 @@ class LaunchResult:
 def free_port(host: str = "127.0.0.1") -> int:
     """A TCP port nobody listens on right now (the OS picks it)."""
     try:
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            s.bind((host, 0))
-            return s.getsockname()[1]
+        return procs.free_port(host)
     except OSError as exc:
         raise LaunchError(f"no free TCP port on {host} ({exc}): free one or pass port= explicitly") from exc
 
@@ -140,15 +140,19 @@ def build_command(launcher: str, module: str, args: Sequence[str], nproc: int, p
     py = sys.executable
     if launcher == "python":
         return [py, "-m", module, *args]
+    # [fix:torchrun]
     if launcher == "torchrun":
         return [py, "-m", "torch.distributed.run", f"--nnodes={nnodes}", f"--nproc-per-node={nproc}",
                 "--rdzv-backend=c10d", f"--rdzv-endpoint={host}:{port}", f"--rdzv-id={run_id or uuid.uuid4().hex[:8]}",
                 f"--rdzv-conf=is_host={'true' if node_rank == 0 else 'false'}",
                 f"--max-restarts={max_restarts}", "--tee=3", "-m", module, *args]
+    # [/fix:torchrun]
+    # [fix:accelerate_launch]
     if launcher in ("accelerate", "accelerate-cpu"):
         mode = ["--cpu"] if launcher == "accelerate-cpu" else ["--multi_gpu"]
         return [py, "-m", "accelerate.commands.launch", *mode, f"--num_processes={nproc}", "--num_machines=1",
                 "--mixed_precision=no", "--dynamo_backend=no", f"--main_process_port={port}", "-m", module, *args]
+    # [/fix:accelerate_launch]
     raise LaunchError(f"unknown launcher {launcher!r}: choose one of {LAUNCHERS}")
 
 
@@ -182,34 +186,6 @@ def laggards(progress: dict[int, dict], ranks: dict[int, dict], expected: int) -
     live = {r: key(r) for r in progress}
     low = min(live.values())
     return sorted(r for r, k in live.items() if k == low)
-
-
-def _group_alive(proc: subprocess.Popen) -> bool:
-    proc.poll()  # reap the launcher itself, or its zombie would count as alive
-    try:
-        os.killpg(proc.pid, 0)  # start_new_session=True: the launcher leads its own group
-        return True
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-
-
-def _kill_group(proc: subprocess.Popen, grace: float = 5.0) -> bool:
-    """Terminate the launcher's whole process group (ranks included); True if anything was alive."""
-    if not _group_alive(proc):
-        return False
-    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            break
-        deadline = time.time() + wait
-        while _group_alive(proc) and time.time() < deadline:
-            time.sleep(0.05)
-        if not _group_alive(proc):
-            break
-    return True
 
 
 # ---- launch -----------------------------------------------------------------
@@ -326,8 +302,8 @@ def _run_once(cmd, env, out: Path, timeout_s: float, expected: int, echo, multi_
     finally:
         res.ranks, res.progress = read_reports(out)
         if timed_out or proc.poll() is None:
-            _kill_group(proc)
-        elif _kill_group(proc, grace=2.0):
+            procs.stop_group(proc)
+        elif procs.stop_group(proc, grace=2.0):
             res.notes.append("processes outlived the launcher and were killed")
         res.returncode = proc.poll()
     summary = "\n".join(res.log[-200:])

@@ -3,9 +3,36 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import sys
 from pathlib import Path
 
+from labkit.cli_errors import (
+    UsageError,
+    existing_dir,
+    nonneg_int,
+    positive_float,
+    positive_int,
+)
+from labkit.cli_errors import port as tcp_port
 from labkit.serving.process import LOOPBACK
+
+
+def model_dir(value: str) -> str:
+    """--model: a save_pretrained folder (config.json + tokenizer files)."""
+    existing_dir(value)
+    if not (Path(value) / "config.json").is_file():
+        raise argparse.ArgumentTypeError(f"{value!r} has no config.json; pass a save_pretrained folder "
+                                          "(e.g. Trained.save(...) or labkit train --save-model's <out>/model)")
+    return value
+
+
+def onnx_dir(value: str) -> str:
+    """--onnx: a folder from labkit.serving.export / quantize (encoder_model.onnx, decoder*.onnx)."""
+    existing_dir(value)
+    if not (Path(value) / "encoder_model.onnx").is_file():
+        raise argparse.ArgumentTypeError(f"{value!r} has no encoder_model.onnx; export one with "
+                                          "labkit.serving.export.export_onnx (then quantize_int8)")
+    return value
 
 
 def _uvicorn(app, port: int) -> int:
@@ -13,19 +40,6 @@ def _uvicorn(app, port: int) -> int:
 
     uvicorn.run(app, host=LOOPBACK, port=port, log_level="warning", access_log=False)
     return 0
-
-
-def start_triton(onnx_dir, max_batch: int = 32, queue_delay_us: int = 2000, threads: int = 0,
-                 max_source_len: int = 128, log_path=None, port: int | None = None, instances: int = 1):
-    """A `ServerProcess` for `labkit serve triton` on a free loopback port (enter it to start)."""
-    from labkit.serving.process import ServerProcess, free_port, labkit_argv
-    from labkit.serving.triton import ready_url
-
-    port = port or free_port()
-    argv = labkit_argv("serve", "triton", "--onnx", str(onnx_dir), "--port", str(port), "--grpc-port", str(free_port()),
-                       "--max-batch", str(max_batch), "--queue-delay-us", str(queue_delay_us),
-                       "--threads", str(threads), "--max-source-len", str(max_source_len), "--instances", str(instances))
-    return ServerProcess(argv, ready_url(port), timeout=120, name="triton", log_path=log_path)
 
 
 def _baseline(args) -> int:
@@ -50,7 +64,7 @@ def _api(args) -> int:
     with contextlib.ExitStack() as stack:
         if args.backend == "ort":
             if not args.onnx:
-                raise SystemExit("labkit serve api --backend ort needs --onnx DIR (an exported, ideally int8, model)")
+                raise UsageError("--backend ort needs --onnx DIR; pass an exported (ideally int8) model folder")
             from labkit.serving.backends import MicroBatcher
 
             def make():
@@ -59,8 +73,10 @@ def _api(args) -> int:
         else:
             url = args.triton_url
             if args.start_triton:
+                from labkit.serving.triton import start_triton
+
                 if not args.onnx:
-                    raise SystemExit("labkit serve api --start-triton needs --onnx DIR (the int8 export)")
+                    raise UsageError("--start-triton needs --onnx DIR; pass the int8 export folder")
                 srv = stack.enter_context(start_triton(args.onnx, args.max_batch, args.queue_delay_us, args.threads,
                                                        args.max_source_len, instances=args.instances))
                 url = srv.url
@@ -73,16 +89,21 @@ def _api(args) -> int:
         return _uvicorn(create_app(make, settings), args.port)
 
 
-def _common(p: argparse.ArgumentParser, port: int) -> None:
-    p.add_argument("--port", type=int, default=port, help=f"port on {LOOPBACK} (default {port})")
-    p.add_argument("--threads", type=int, default=0, help="compute threads (0 = all cores)")
-    p.add_argument("--max-source-len", type=int, default=128, help="input tokens kept (truncation)")
+# what --threads 0 means, per server (labkit.serving.baseline / ort_generate.serving_threads)
+ALL_CORES = "compute threads (0 = all cores; default 0)"
+ALL_BUT_ONE = "ONNX Runtime threads (0 = all cores but one, left for the event loop and HTTP; default 0)"
+
+
+def _common(p: argparse.ArgumentParser, default_port: int, threads_help: str) -> None:
+    p.add_argument("--port", type=tcp_port, default=default_port, help=f"port on {LOOPBACK} (default {default_port})")
+    p.add_argument("--threads", type=nonneg_int, default=0, help=threads_help)
+    p.add_argument("--max-source-len", type=positive_int, default=128, help="input tokens kept (truncation; default 128)")
 
 
 def _batching(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--max-batch", type=int, default=32, help="largest batch the dynamic batcher forms")
-    p.add_argument("--queue-delay-us", type=int, default=2000, help="longest wait for more requests to batch (µs)")
-    p.add_argument("--instances", type=int, default=1, help="Triton model instances running batches concurrently")
+    p.add_argument("--max-batch", type=positive_int, default=32, help="largest batch the dynamic batcher forms")
+    p.add_argument("--queue-delay-us", type=nonneg_int, default=2000, help="longest wait for more requests to batch (µs)")
+    p.add_argument("--instances", type=positive_int, default=1, help="Triton model instances running batches concurrently")
 
 
 def register(subparsers) -> None:
@@ -90,14 +111,14 @@ def register(subparsers) -> None:
     sub = p.add_subparsers(dest="server", metavar="SERVER", required=True)
 
     b = sub.add_parser("baseline", help="FastAPI + transformers pipeline, one request at a time")
-    b.add_argument("--model", required=True, help="save_pretrained folder (model + tokenizer)")
-    _common(b, 8080)
+    b.add_argument("--model", type=model_dir, required=True, help="save_pretrained folder (model + tokenizer)")
+    _common(b, 8080, ALL_CORES)
     b.set_defaults(func=_baseline)
 
     t = sub.add_parser("triton", help="Triton (PyTriton) serving the ONNX model with dynamic batching")
-    t.add_argument("--onnx", required=True, help="exported ONNX folder (labkit.serving.export / quantize)")
-    t.add_argument("--grpc-port", type=int, default=0, help="gRPC port (default: --port + 1)")
-    _common(t, 8000)
+    t.add_argument("--onnx", type=onnx_dir, required=True, help="exported ONNX folder (labkit.serving.export / quantize)")
+    t.add_argument("--grpc-port", type=tcp_port, default=0, help="gRPC port (default: --port + 1)")
+    _common(t, 8000, ALL_BUT_ONE)
     _batching(t)
     t.set_defaults(func=_triton)
 
@@ -106,10 +127,10 @@ def register(subparsers) -> None:
                    help="forward to Triton (default) or batch in-process with ONNX Runtime")
     a.add_argument("--triton-url", default=f"{LOOPBACK}:8000", help="Triton HTTP host:port")
     a.add_argument("--start-triton", action="store_true", help="also start Triton (needs --onnx) and stop it on exit")
-    a.add_argument("--onnx", help="ONNX folder for --backend ort or --start-triton")
-    a.add_argument("--timeout", type=float, default=10.0, help="per-request timeout in seconds (504 after)")
-    a.add_argument("--max-text-chars", type=int, default=2000, help="longest accepted text (422 beyond)")
-    _common(a, 8080)
+    a.add_argument("--onnx", type=onnx_dir, help="ONNX folder for --backend ort or --start-triton")
+    a.add_argument("--timeout", type=positive_float, default=10.0, help="per-request timeout in seconds (504 after)")
+    a.add_argument("--max-text-chars", type=positive_int, default=2000, help="longest accepted text (422 beyond)")
+    _common(a, 8080, ALL_BUT_ONE)
     _batching(a)
     a.set_defaults(func=_api)
 
@@ -119,7 +140,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="labkit")
     register(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(argv)
-    return int(args.func(args) or 0)
+    try:
+        return int(args.func(args) or 0)
+    except UsageError as exc:  # the CLI contract (labkit.cli_errors): one line, exit 2
+        print(f"labkit serve {args.server}: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

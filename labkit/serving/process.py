@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import sysconfig
@@ -19,14 +18,9 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-LOOPBACK = "127.0.0.1"
+from labkit.procs import LOOPBACK, free_port, stop_group
 
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that is free right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((LOOPBACK, 0))
-        return s.getsockname()[1]
+__all__ = ["LOOPBACK", "ServerProcess", "free_port", "labkit_argv", "server_env"]
 
 
 def server_env(threads: int | None = None) -> dict[str, str]:
@@ -127,23 +121,11 @@ class ServerProcess:
         """SIGTERM the whole process group, SIGKILL it if it lingers; idempotent."""
         if self.proc is None:
             return
-        try:
-            pgid = os.getpgid(self.proc.pid)
-        except ProcessLookupError:
-            pgid = None
-        if pgid is not None:
-            _signal_group(pgid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=grace)
-            except subprocess.TimeoutExpired:
-                pass
-            # children (tritonserver, stubs) may outlive the leader: kill what is left of the group
-            _signal_group(pgid, signal.SIGKILL)
+        # children (tritonserver, stubs) may outlive the leader: the whole group is stopped
+        stop_group(self.proc, grace=grace, kill_wait=10.0)
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.wait(timeout=5)
-        if pgid is not None:
-            _wait_group_gone(pgid, timeout=10.0)
         self._log.close()
 
     def log_tail(self, n: int = 40) -> str:
@@ -159,23 +141,3 @@ class ServerProcess:
     def __exit__(self, *exc) -> None:
         self.stop()
 
-
-def _wait_group_gone(pgid: int, timeout: float) -> bool:
-    """Wait until no process of the group is left (killed grandchildren are reaped by init)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
-            return True
-        except PermissionError:
-            return False
-        time.sleep(0.1)
-    return False
-
-
-def _signal_group(pgid: int, sig: int) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass

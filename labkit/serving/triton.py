@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from labkit.serving.process import LOOPBACK
+from labkit.serving.process import LOOPBACK, ServerProcess, free_port, labkit_argv
 from labkit.serving.schema import MAX_NEW_TOKENS, TASKS, model_input
 
 MODEL_NAME = "labkit_t5"
@@ -83,11 +83,13 @@ def serve(s: TritonSettings) -> None:
             infer_func=[make_infer_fn(gen) for gen in gens],
             inputs=[Tensor(name="task", dtype=bytes, shape=(1,)), Tensor(name="text", dtype=bytes, shape=(1,))],
             outputs=[Tensor(name="output", dtype=bytes, shape=(1,))],
+            # [fix:dynamic_batching]
             config=ModelConfig(
                 max_batch_size=s.max_batch,
                 batching=True,
                 batcher=DynamicBatcher(max_queue_delay_microseconds=s.queue_delay_us),
             ),
+            # [/fix:dynamic_batching]
             strict=True,
         )
         LOG.warning("triton serving %s on http://%s:%d (max_batch=%d, queue_delay=%dus, instances=%d, ort threads=%d)",
@@ -98,3 +100,13 @@ def serve(s: TritonSettings) -> None:
 def ready_url(http_port: int, model_name: str = MODEL_NAME) -> str:
     """Triton answers 200 here once the model is loaded."""
     return f"http://{LOOPBACK}:{http_port}/v2/models/{model_name}/ready"
+
+
+def start_triton(onnx_dir, max_batch: int = 32, queue_delay_us: int = 2000, threads: int = 0,
+                 max_source_len: int = 128, log_path=None, port: int | None = None, instances: int = 1) -> ServerProcess:
+    """A `ServerProcess` for `labkit serve triton` on a free loopback port (enter it to start)."""
+    port = port or free_port()
+    argv = labkit_argv("serve", "triton", "--onnx", str(onnx_dir), "--port", str(port), "--grpc-port", str(free_port()),
+                       "--max-batch", str(max_batch), "--queue-delay-us", str(queue_delay_us),
+                       "--threads", str(threads), "--max-source-len", str(max_source_len), "--instances", str(instances))
+    return ServerProcess(argv, ready_url(port), timeout=120, name="triton", log_path=log_path)

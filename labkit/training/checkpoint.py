@@ -23,6 +23,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from labkit.jsonl import atomic_write_text
+
 
 class CheckpointError(RuntimeError):
     """A checkpoint that cannot be used; the message says why and what to do."""
@@ -73,9 +75,7 @@ def save_checkpoint(ckpt_dir: str | Path, step: int, model, optimizer, scheduler
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    pointer_tmp = ckpt_dir / ".latest.tmp"
-    pointer_tmp.write_text(final.name + "\n")
-    os.replace(pointer_tmp, ckpt_dir / "latest")
+    atomic_write_text(ckpt_dir / "latest", final.name + "\n")
     old = sorted(p for p in ckpt_dir.glob("step-*") if p.is_dir())
     for p in old[:-keep] if keep > 0 else []:
         shutil.rmtree(p, ignore_errors=True)

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import difflib
 import html
-import json
 from collections import defaultdict
 from pathlib import Path
+
+from labkit.jsonl import read_jsonl
 
 MAX_CHARS = 2500  # per side: diffs of whole crawled pages are unreadable and slow
 _STYLE = ("<style>.lkv{font-family:sans-serif;font-size:13px}.lkv pre{white-space:pre-wrap;margin:0;"
@@ -27,10 +28,7 @@ _STYLE = ("<style>.lkv{font-family:sans-serif;font-size:13px}.lkv pre{white-spac
 
 
 def _read_rows(path: Path) -> list[dict]:
-    if not path.exists():
-        return []
-    with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
+    return read_jsonl(path) if path.exists() else []
 
 
 def _as_text(original) -> str:

@@ -15,6 +15,7 @@ import numpy as np
 
 from labkit.serving.loadgen import LoadResult, open_loop, run_sync, sweep
 from labkit.serving.process import ServerProcess, free_port, labkit_argv
+from labkit.serving.triton import start_triton
 
 SERVERS = ("baseline", "api+triton", "api+ort")
 
@@ -71,8 +72,6 @@ def start_stack(kind: str, stack: ExitStack, model_dir: Path, int8_dir: Path, lo
 
     The 10 ms queue delay was measured: at 16 clients on 2 cores api+triton gave 77.5 / 84.1 / 81.9 QPS
     with 3 / 10 / 20 ms -- waiting a little longer forms fuller batches."""
-    from labkit.serving.cli import start_triton
-
     log_dir.mkdir(parents=True, exist_ok=True)
     port = free_port()
     common = ["--port", str(port), "--threads", str(threads), "--max-source-len", str(max_source_len)]
@@ -104,18 +103,17 @@ def load_test(kind: str, model_dir: Path, int8_dir: Path, payloads: Sequence[dic
     return out
 
 
-def model_for_serving(cfg, out_dir: Path, model_dir: str | Path = "") -> tuple[Path, str]:
-    """The model notebook 08 serves: `model_dir` if given, else notebook 07's saved model, else train one.
+def model_for_serving(cfg, out_dir: Path, model_dir: str | Path = "", fallback: str | Path | None = None,
+                      fallback_origin: str = "fallback") -> tuple[Path, str]:
+    """The model to serve: `model_dir` if given, else `fallback` if it holds a saved model, else train one.
 
+    Notebook 08 passes notebook 07's saved model as `fallback` (origin "notebook 07").
     Returns (save_pretrained folder, where it came from).
     """
-    from labkit.results import runs_dir
-
     if model_dir:
         return Path(model_dir), "given"
-    finale = runs_dir() / "07_multitask_distributed_training" / "model"
-    if (finale / "config.json").exists():
-        return finale, "notebook 07"
+    if fallback and (Path(fallback) / "config.json").exists():
+        return Path(fallback), fallback_origin
     from labkit.corpus import generate
     from labkit.training.recipes import train_generator
 

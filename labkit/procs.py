@@ -1,0 +1,55 @@
+"""Child processes in their own process group: a free port, is the group alive, stop the whole group.
+
+Both the serving stack (`labkit.serving.process.ServerProcess`) and the distributed
+launcher (`labkit.distributed.launch`) start children with `start_new_session=True`,
+so the child leads a process group holding everything it spawns (Triton's stubs,
+torchrun's ranks).  Stopping means SIGTERM to the group, a grace period, then
+SIGKILL to whatever is left -- grandchildren included -- and waiting until the
+group is gone.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+
+LOOPBACK = "127.0.0.1"
+
+
+def free_port(host: str = LOOPBACK) -> int:
+    """A TCP port nobody listens on right now (the OS picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def group_alive(proc: subprocess.Popen) -> bool:
+    """Is any process of the group `proc` leads still running? (`proc` was started with start_new_session=True.)"""
+    proc.poll()  # reap the leader itself, or its zombie would count as alive
+    try:
+        os.killpg(proc.pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+
+
+def stop_group(proc: subprocess.Popen, grace: float = 5.0, kill_wait: float = 5.0) -> bool:
+    """SIGTERM the group `proc` leads, wait up to `grace` s for all of it, then SIGKILL what is left
+    and wait up to `kill_wait` s; True if anything was alive.  Idempotent."""
+    if not group_alive(proc):
+        return False
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, kill_wait)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            break
+        deadline = time.monotonic() + wait
+        while group_alive(proc) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if not group_alive(proc):
+            break
+    return True
