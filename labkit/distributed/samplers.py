@@ -40,9 +40,11 @@ def make_sampler(kind: str, n: int, rank: int, world_size: int, seed: int) -> Sa
     """The sampler for `kind` (see module doc); `seed` is this rank's seed."""
     if kind == "none":
         return _Shuffled(n, seed)
+    # [fix:distributed_sampler]
     if kind == "distributed":
         # drop_last=False pads by repeating a few examples when n % world != 0; keep n divisible
         return DistributedSampler(range(n), num_replicas=world_size, rank=rank, shuffle=True, seed=seed)
+    # [/fix:distributed_sampler]
     if kind == "split":
         return _Shuffled(n, seed, offset=rank, stride=world_size)
     raise ValueError(f"unknown sampler {kind!r}: choose one of {SAMPLERS}")

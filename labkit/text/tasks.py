@@ -89,9 +89,11 @@ class Seq2SeqCollator:
         tok = self.tokenizer
         src = tok([e.source for e in examples], add_special_tokens=True)["input_ids"]
         lengths = [len(s) for s in src]
+        # [fix:truncation]
         if self.max_source_len is not None:
             # keep the closing </s>: truncate the text, not the end marker
             src = [s if len(s) <= self.max_source_len else s[: self.max_source_len - 1] + [tok.eos_token_id] for s in src]
+        # [/fix:truncation]
         tgt = tok([e.target for e in examples], add_special_tokens=True)["input_ids"]
         tgt = [t if len(t) <= self.max_target_len else t[: self.max_target_len - 1] + [tok.eos_token_id] for t in tgt]
         n, m = max(map(len, src)), max(map(len, tgt))

@@ -20,17 +20,24 @@ Each rank writes `<out>/ranks/rank<R>.json` (facts for `labkit.distributed.audit
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
 import socket
 import sys
+import tempfile
 import time
 from pathlib import Path
 
+from labkit.cli_errors import UsageError, nonneg_int, positive_float, positive_int, writable_dir
 from labkit.distributed import SAMPLERS
+from labkit.jsonl import atomic_write_text, read_jsonl, write_jsonl
+from labkit.model import PRESETS  # plain names, no torch: the parser stays cheap
+from labkit.training.schedules import SCHEDULES
 
 OUT_ENV = "LABKIT_OUT"
+_REGENERATE = "regenerate it with labkit.train.prepare_data"
 
 
 class ConfigMismatchError(RuntimeError):
@@ -39,42 +46,71 @@ class ConfigMismatchError(RuntimeError):
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     a = p.add_argument
-    a("--data", help="directory from prepare_data() (train.jsonl, eval.jsonl, tokenizer/)")
-    a("--out", default=os.environ.get(OUT_ENV) or "runs/train", help="output directory (default $LABKIT_OUT or runs/train)")
-    a("--steps", type=int, default=20, help="optimizer steps; 0 = join the job, report the launch, exit")
-    a("--batch-size", type=int, default=8, help="per process")
-    a("--grad-accum", type=int, default=1)
-    a("--lr", type=float, default=1e-3)
-    a("--schedule", default="cosine")
-    a("--warmup-steps", type=int, default=0)
-    a("--clip", type=lambda s: None if s.lower() == "none" else float(s), default=1.0, help="max grad norm or 'none'")
-    a("--preset", default="tiny")
-    a("--max-source-len", type=int, default=128)
-    a("--max-target-len", type=int, default=48)
-    a("--sampler", choices=SAMPLERS, default="distributed")
-    a("--set-epoch", action=argparse.BooleanOptionalAction, default=True)
-    a("--seed", type=int, default=0)
-    a("--seed-mode", choices=("synced", "per-rank"), default="synced")
-    a("--device", default="auto")
+    a("--data", metavar="PATH",
+      help="training records: a `labkit clean` output folder, a JSONL file or folder of JSONL files with title/body "
+           "(optional summary/keywords; 5%% held out for eval by content hash), or a folder from prepare_data()")
+    a("--init-from", metavar="DIR",
+      help="start from a Hugging Face seq2seq checkpoint folder (save_pretrained model + tokenizer, e.g. a downloaded "
+           "Chinese T5 or an earlier --save-model); its tokenizer is used and --preset is ignored. Not --resume")
+    a("--out", type=writable_dir, default=os.environ.get(OUT_ENV) or "runs/train", help="output directory (default $LABKIT_OUT or runs/train)")
+    a("--steps", type=nonneg_int, default=20, help="optimizer steps; 0 = join the job, report the launch, exit")
+    a("--batch-size", type=positive_int, default=8, help="examples per optimizer micro-step, per process (default 8)")
+    a("--grad-accum", type=positive_int, default=1, help="micro-steps accumulated per optimizer step (default 1)")
+    a("--lr", type=positive_float, default=1e-3, help="peak learning rate (default 1e-3)")
+    a("--schedule", choices=SCHEDULES, default="cosine", help="learning-rate schedule after warmup (default cosine)")
+    a("--warmup-steps", type=nonneg_int, default=0, help="linear warmup steps (default 0)")
+    a("--clip", type=_clip, default=1.0, help="max grad norm, or 'none' for no clipping (default 1.0)")
+    a("--preset", choices=tuple(PRESETS), default="tiny", action=_StoreGiven, help="model shape from labkit.model.PRESETS (default tiny)")
+    a("--max-source-len", type=positive_int, default=128, help="input tokens kept (default 128)")
+    a("--max-target-len", type=positive_int, default=48, help="target tokens kept (default 48)")
+    a("--sampler", choices=SAMPLERS, default="distributed",
+      help="who trains on what: none (every rank all data), distributed (shards), split (default distributed)")
+    a("--set-epoch", action=argparse.BooleanOptionalAction, default=True,
+      help="call sampler.set_epoch each epoch (--no-set-epoch replays one order)")
+    a("--seed", type=int, default=0, help="random seed (default 0)")
+    a("--seed-mode", choices=("synced", "per-rank"), default="synced",
+      help="synced: one seed for all ranks; per-rank: seed + rank (default synced)")
+    a("--device", choices=("auto", "cpu", "cuda"), default="auto",
+      help="auto: this rank's GPU if any, else CPU (default auto)")
     a("--device-placement", action=argparse.BooleanOptionalAction, default=True,
       help="--no-device-placement: skip moving the model to the rank's own device")
-    a("--threads", type=int, default=0, help="torch threads per process (0: cores / processes on this node)")
+    a("--threads", type=nonneg_int, default=0, help="torch threads per process (0: cores / processes on this node)")
     a("--grad-monitor", action=argparse.BooleanOptionalAction, default=True,
       help="per-layer gradient-norm monitor (named so torchrun does not read it as its --monitor-interval)")
     a("--tensorboard", action="store_true", help="TensorBoard events in <out>/tb (rank 0)")
-    a("--eval-every", type=int, default=0)
-    a("--ckpt-every", type=int, default=0, help="checkpoint to <out>/ckpt every N steps (rank 0)")
+    a("--eval-every", type=nonneg_int, default=0, help="evaluate every N steps (0 = never; default 0)")
+    a("--ckpt-every", type=nonneg_int, default=0, help="checkpoint to <out>/ckpt every N steps (rank 0)")
     a("--resume", choices=("auto", "never"), default="auto", help="auto: continue from <out>/ckpt/latest if present")
     a("--save-model", action="store_true", help="rank 0 saves model + tokenizer to <out>/model")
-    a("--dist-timeout", type=float, default=300.0, help="seconds a collective may wait for a peer")
+    a("--dist-timeout", type=positive_float, default=300.0, help="seconds a collective may wait for a peer")
     a("--accelerate-view", choices=("off", "default", "cpu"), default="off",
       help="record what accelerate's Accelerator() (or Accelerator(cpu=True)) believes about the job")
     a("--fault", choices=("crash", "hang", "abort-at-exit"),
       help="inject a fault (first attempt only) for the failure drills; abort-at-exit = SIGABRT after completion")
-    a("--fault-rank", type=int, default=1)
-    a("--fault-step", type=int, default=3)
+    a("--fault-rank", type=nonneg_int, default=1, help="rank that --fault hits (default 1)")
+    a("--fault-step", type=positive_int, default=3, help="optimizer step at which --fault hits (default 3)")
     # what torch.distributed.launch used to pass; accepted so old commands run, but it is a warning sign
     a("--local_rank", "--local-rank", dest="local_rank", type=int, default=None, help=argparse.SUPPRESS)
+
+
+def _clip(value: str) -> float | None:
+    """--clip: a positive max grad norm, or 'none'."""
+    return None if value.lower() == "none" else positive_float(value)
+
+
+class _StoreGiven(argparse._StoreAction):
+    """A store action that also records that the option was given (`--preset` next to `--init-from`)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        super().__call__(parser, namespace, values, option_string)
+        setattr(namespace, f"{self.dest}_given", True)
+
+
+def check_args(args: argparse.Namespace) -> None:
+    """What argparse cannot check alone, before any process group starts (raises UsageError)."""
+    if args.steps and not args.data:
+        raise UsageError("--data PATH is required for training; pass `labkit clean` output, a JSONL file of "
+                         "title/body records or a prepare_data() folder (or --steps 0 to only join the job)")
 
 
 def prepare_data(train_records, eval_records, out_dir, tokenizer=None) -> Path:
@@ -85,26 +121,13 @@ def prepare_data(train_records, eval_records, out_dir, tokenizer=None) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     for name, recs in (("train", train_records), ("eval", eval_records or [])):
         rows = [r.to_dict() if hasattr(r, "to_dict") else dict(r) for r in recs]
-        with open(out / f"{name}.jsonl", "w", encoding="utf-8") as f:
-            f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+        write_jsonl(out / f"{name}.jsonl", rows)
     if tokenizer is None:
         from labkit.text.tokenizer import train_tokenizer
 
         tokenizer = train_tokenizer(tokenizer_texts(train_records))
     tokenizer.save_pretrained(str(out / "tokenizer"))
     return out
-
-
-def _read_jsonl(path: Path) -> list[dict]:
-    rows = []
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if line.strip():
-                try:
-                    rows.append(json.loads(line))
-                except json.JSONDecodeError as exc:
-                    raise ValueError(f"{path}:{n}: not JSON ({exc}); regenerate it with labkit.train.prepare_data") from exc
-    return rows
 
 
 class RankReport:
@@ -118,9 +141,7 @@ class RankReport:
 
     @staticmethod
     def _write(path: Path, obj) -> None:
-        tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(obj, ensure_ascii=False), encoding="utf-8")
-        os.replace(tmp, path)
+        atomic_write_text(path, json.dumps(obj, ensure_ascii=False), tmp_suffix=f".{os.getpid()}.tmp")
 
     def save(self, **facts) -> None:
         self.data.update(facts)
@@ -193,15 +214,23 @@ def run(args: argparse.Namespace) -> int:
     from labkit.distributed import env as denv
     from labkit.distributed.audit import param_checksum
 
+    check_args(args)
+    from labkit.training import own_data
+
+    # bad --data / --init-from exit 2 here, before any report, process group or model exists
+    source = own_data.open_source(args.data) if args.data else None
+    init_tok = own_data.open_checkpoint(args.init_from) if args.init_from else None
+    if init_tok is not None and getattr(args, "preset_given", False):
+        print(f"note: --preset {args.preset} is ignored: the model comes from --init-from {args.init_from}", flush=True)
     env = denv.read_env()
-    if args.data and not (Path(args.data) / "train.jsonl").is_file():
-        raise SystemExit(f"labkit.train: --data {args.data} has no train.jsonl: make it with labkit.train.prepare_data(...)")
     out = Path(args.out)
     report = RankReport(out, env.rank)
     report.progress("start")
     legacy = denv.check_legacy_local_rank(args.local_rank, env)
     cuda = torch.cuda.is_available() and args.device in ("auto", "cuda")
+    # [fix:device_placement]
     dev = denv.rank_device(env, args.device) if args.device_placement else torch.device("cuda" if cuda else "cpu", 0 if cuda else None)
+    # [/fix:device_placement]
     seed = args.seed + (env.rank if args.seed_mode == "per-rank" else 0)
     seed_everything(seed)
     set_threads(args.threads or max(1, (os.cpu_count() or 1) // max(env.local_world_size, 1)))
@@ -211,16 +240,16 @@ def run(args: argparse.Namespace) -> int:
                 settings={k: v for k, v in vars(args).items() if k != "func"})
     print(f"[rank {env.rank}/{env.world_size}] launcher={env.launcher} backend={backend} device={dev}", flush=True)
     try:
-        data = Path(args.data) if args.data else None
-        fingerprint = hashlib.sha256((data / "train.jsonl").read_bytes()).hexdigest()[:12] if data else None
+        fingerprint = source.fingerprint if source else None
         shared = {k: v for k, v in vars(args).items() if k not in ("local_rank", "out", "func", "data")}
         _check_same_config(shared | {"data_sha": fingerprint}, env.rank)
         if args.steps == 0:
             report.save(completed=True)
-        elif data is None:
+        elif source is None:
             raise SystemExit("labkit.train: --data DIR is required for training (make one with labkit.train.prepare_data)")
         else:
-            _train(args, env, dev, data, report, param_checksum, torch)
+            with _prepared_data(source, out, env, train_tokenizer=init_tok is None) as data:
+                _train(args, env, dev, data, report, param_checksum, torch, init_tok)
     finally:
         denv.cleanup()
     if args.fault == "abort-at-exit" and env.rank == args.fault_rank and _first_attempt(env):
@@ -228,11 +257,37 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+@contextlib.contextmanager
+def _prepared_data(source, out: Path, env, train_tokenizer: bool):
+    """The folder this rank trains from: a prepare_data() folder as given, or records split here.
+
+    Every rank derives the same split and tokenizer from the same records (the split is by
+    content hash; the tokenizer is trained on the same texts in the same order), so no rank
+    waits for another and no shared filesystem is assumed (multi-node jobs often have
+    per-node disks): rank 0 writes `<out>/data`, kept so you can see what was held out; the
+    other ranks write a private temporary copy.  The tokenizers' hashes are then compared
+    across ranks, like the settings, so a divergence fails loudly instead of training garbage.
+    """
+    from labkit.training.own_data import materialize
+
+    if source.kind == "prepared":
+        yield source.path
+        return
+    with contextlib.ExitStack() as stack:
+        where = out / "data" if env.rank == 0 else Path(stack.enter_context(
+            tempfile.TemporaryDirectory(prefix=f"labkit-data-rank{env.rank}-")))
+        data = materialize(source, where, train_tokenizer=train_tokenizer, verbose=env.rank == 0)
+        if train_tokenizer:
+            tok_sha = hashlib.sha256((data / "tokenizer" / "tokenizer.json").read_bytes()).hexdigest()[:12]
+            _check_same_config({"tokenizer_sha": tok_sha}, env.rank)
+        yield data
+
+
 def _first_attempt(env) -> bool:
     return env.restart_count == 0 and os.environ.get("LABKIT_LAUNCH_ATTEMPT", "1") == "1"
 
 
-def _train(args, env, dev, data: Path, report: RankReport, param_checksum, torch) -> None:
+def _train(args, env, dev, data: Path, report: RankReport, param_checksum, torch, init_tok=None) -> None:
     from labkit.distributed.samplers import RecordingSampler, make_sampler
     from labkit.model import build_model
     from labkit.text.tasks import Seq2SeqCollator, make_examples
@@ -240,13 +295,19 @@ def _train(args, env, dev, data: Path, report: RankReport, param_checksum, torch
     from labkit.training.trainer import TrainConfig, Trainer
 
     report.progress("data")
-    tok = load_tokenizer(data / "tokenizer")
-    train_ex = make_examples(_read_jsonl(data / "train.jsonl"))
-    eval_ex = make_examples(_read_jsonl(data / "eval.jsonl")) if (data / "eval.jsonl").exists() else []
+    tok = init_tok if init_tok is not None else load_tokenizer(data / "tokenizer")
+    train_ex = make_examples(read_jsonl(data / "train.jsonl", hint=_REGENERATE))
+    eval_ex = make_examples(read_jsonl(data / "eval.jsonl", hint=_REGENERATE)) if (data / "eval.jsonl").exists() else []
     collator = Seq2SeqCollator(tok, args.max_source_len, args.max_target_len)
     report.progress("model")
-    model = build_model(args.preset, len(tok))
+    if args.init_from:  # weights and shape from the checkpoint (not --resume: that continues <out>/ckpt)
+        from labkit.training.own_data import load_model
+
+        model = load_model(args.init_from, tok)
+    else:
+        model = build_model(args.preset, len(tok))
     checksums = {"init": param_checksum(model)}
+    # [fix:ddp_wrap]
     model.to(dev)
     report.save(param_devices=sorted({str(p.device) for p in model.parameters()}), dataset_size=len(train_ex))
     wrapped = model
@@ -256,8 +317,11 @@ def _train(args, env, dev, data: Path, report: RankReport, param_checksum, torch
         # DDP broadcasts rank 0's weights here: replicas start identical whatever each rank's seed
         wrapped = DDP(model, device_ids=[dev.index] if dev.type == "cuda" else None)
         checksums["wrapped"] = param_checksum(model)
+    # [/fix:ddp_wrap]
     seed = report.data["seed"]
+    # [fix:sampler]
     sampler = RecordingSampler(make_sampler(args.sampler, len(train_ex), env.rank, env.world_size, seed))
+    # [/fix:sampler]
     local_loss: list[float] = []
     _hooks(model, report, args, env, local_loss)
     ckpt = Path(args.out) / "ckpt"
@@ -304,7 +368,13 @@ def register(subparsers) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run(build_parser().parse_args(argv))
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return run(args)
+    except UsageError as exc:  # the CLI contract: one line, exit 2 (labkit.cli_errors)
+        print(f"{parser.prog}: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

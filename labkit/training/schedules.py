@@ -17,8 +17,10 @@ def make_scheduler(optimizer, name: str, warmup_steps: int, total_steps: int, re
         return get_linear_schedule_with_warmup(optimizer, warmup_steps, total_steps)
     if name == "cosine":
         return get_cosine_schedule_with_warmup(optimizer, warmup_steps, total_steps)
+    # [fix:cosine_restarts]
     if name == "cosine_restarts":
         return get_cosine_with_hard_restarts_schedule_with_warmup(optimizer, warmup_steps, total_steps, num_cycles=restarts)
+    # [/fix:cosine_restarts]
     if name == "constant":
         return get_constant_schedule_with_warmup(optimizer, warmup_steps)
     raise ValueError(f"unknown schedule {name!r}: choose one of {SCHEDULES}")

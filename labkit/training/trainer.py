@@ -123,8 +123,10 @@ class Trainer:
     # ---- data -------------------------------------------------------------
     def _order(self, epoch: int) -> list[int]:
         if self.sampler is not None:
+            # [fix:set_epoch]
             if self.cfg.set_epoch and hasattr(self.sampler, "set_epoch"):
                 self.sampler.set_epoch(epoch)
+            # [/fix:set_epoch]
             return list(iter(self.sampler))
         g = torch.Generator().manual_seed(self.cfg.seed * 100_003 + epoch)
         return torch.randperm(len(self.examples), generator=g).tolist()
@@ -193,6 +195,7 @@ class Trainer:
         holding all of them (plain division by `grad_accum` is only right when
         every micro-batch has the same number of target tokens).
         """
+        # [fix:token_weighted_accumulation]
         n_tok = sum(int((b["labels"] != -100).sum()) for b in batches)
         loss_sum = torch.zeros((), device=self.device)
         for k, b in enumerate(batches):
@@ -202,6 +205,7 @@ class Trainer:
                 loss = out.loss.float() * (int((b["labels"] != -100).sum()) / n_tok)
                 loss.backward()
             loss_sum += loss.detach()
+        # [/fix:token_weighted_accumulation]
         return loss_sum
 
     # ---- the loop -----------------------------------------------------------
@@ -213,8 +217,10 @@ class Trainer:
             raw.config.use_cache = False
             raw.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         params = [p for p in raw.parameters() if p.requires_grad]
+        # [fix:schedule]
         opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
         sched = make_scheduler(opt, cfg.schedule, cfg.warmup_steps, cfg.steps, cfg.restarts)
+        # [/fix:schedule]
         step, epoch, pos = 0, 0, 0
         if resume_from:
             state = load_checkpoint(resume_from, raw, opt, sched, self._meta())
@@ -241,6 +247,7 @@ class Trainer:
             batches = [self._collate(idx) for idx in micro]
             rng = torch.get_rng_state()
             loss_sum = self.backward(batches)
+            # [fix:clip]
             if self.monitor is not None:
                 norms = self.monitor.layer_norms()
                 total = norms.pow(2).sum().sqrt()
@@ -250,6 +257,7 @@ class Trainer:
                 norms, total = None, torch.nn.utils.clip_grad_norm_(params, cfg.clip)
             else:
                 norms, total = None, torch.nn.utils.get_total_norm([p.grad for p in params if p.grad is not None])
+            # [/fix:clip]
             if self.dist is not None:
                 self.dist.all_reduce(loss_sum, op=self.dist.ReduceOp.SUM)
                 loss_sum /= self.dist.get_world_size()
