@@ -98,12 +98,16 @@ def test_cli_exit_codes(tmp_path: Path, capsys):
     bad_inputs.mkdir()
     (bad_inputs / "x.jsonl").write_text('{"title": "truncated', encoding="utf-8")
     assert main(["clean", str(bad_inputs), "--out", str(tmp_path / "o1"), "--quiet"]) == 0  # rejects are normal
-    assert main(["clean", str(tmp_path / "nope"), "--out", str(tmp_path / "o2")]) == 2
-    assert "no such file" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_:  # bad arguments are refused while parsing: exit 2, one line
+        main(["clean", str(tmp_path / "nope"), "--out", str(tmp_path / "o2")])
+    assert exit_.value.code == 2 and "no such file" in capsys.readouterr().err
     blocker = tmp_path / "file"
     blocker.write_text("x")
-    assert main(["clean", str(bad_inputs), "--out", str(blocker)]) == 2
-    assert "writable --out" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_:
+        main(["clean", str(bad_inputs), "--out", str(blocker)])
+    assert exit_.value.code == 2 and "is a file" in capsys.readouterr().err
+    assert main(["clean", str(bad_inputs), "--out", str(tmp_path / "o3"), "--min-title", "9", "--max-title", "5"]) == 2
+    assert "--min-title 9 > --max-title 5" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["clean", str(bad_inputs)])  # --out is required
 

@@ -197,7 +197,9 @@ def test_cli_make(tmp_path, capsys):
     labels = load_labels(tmp_path / "d")
     assert sum(lab["expected"] == "title_missing" for lab in labels) > 5
     assert "rejects" in capsys.readouterr().out
-    assert main(["corpus", "make", "--n", "5", "--out", str(tmp_path / "e"), "--rates", "bogus"]) == 2
+    with pytest.raises(SystemExit) as exit_:  # checked while parsing, before anything is generated
+        main(["corpus", "make", "--n", "5", "--out", str(tmp_path / "e"), "--rates", "bogus"])
+    assert exit_.value.code == 2 and "--rates" in capsys.readouterr().err
 
 
 def test_parse_rates_forms():

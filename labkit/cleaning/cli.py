@@ -8,14 +8,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
-
-def _positive(value: str) -> int:
-    n = int(value)
-    if n < 0:
-        raise argparse.ArgumentTypeError(f"{value} must be >= 0")
-    return n
+from labkit.cli_errors import UsageError, existing_path, nonneg_int, positive_int, writable_dir
 
 
 def register(subparsers) -> None:
@@ -24,13 +18,13 @@ def register(subparsers) -> None:
         description="Decode, repair, extract, validate and deduplicate crawled news records. "
         "Every input record lands in exactly one of DIR/clean.jsonl and DIR/rejects.jsonl; "
         "DIR/report.json counts reasons and fixes.")
-    p.add_argument("inputs", nargs="+", metavar="INPUT", help="files or directories (walked recursively)")
-    p.add_argument("--out", required=True, metavar="DIR", help="output directory (created if missing)")
-    p.add_argument("--workers", type=_positive, default=1, help="processes (same output as 1; default 1)")
-    p.add_argument("--min-title", type=_positive, default=10, help="shortest title kept, chars (default 10)")
-    p.add_argument("--max-title", type=_positive, default=60, help="longest title kept, chars (default 60)")
-    p.add_argument("--min-body", type=_positive, default=50, help="shortest body kept, chars (default 50)")
-    p.add_argument("--max-body", type=_positive, default=None, help="longest body kept, chars (default: no limit)")
+    p.add_argument("inputs", nargs="+", type=existing_path, metavar="INPUT", help="files or directories (walked recursively)")
+    p.add_argument("--out", type=writable_dir, required=True, metavar="DIR", help="output directory (created if missing)")
+    p.add_argument("--workers", type=positive_int, default=1, help="processes (same output as 1; default 1)")
+    p.add_argument("--min-title", type=nonneg_int, default=10, help="shortest title kept, chars (default 10)")
+    p.add_argument("--max-title", type=nonneg_int, default=60, help="longest title kept, chars (default 60)")
+    p.add_argument("--min-body", type=nonneg_int, default=50, help="shortest body kept, chars (default 50)")
+    p.add_argument("--max-body", type=nonneg_int, default=None, help="longest body kept, chars (default: no limit)")
     p.add_argument("--quiet", action="store_true", help="no summary on stdout")
     p.set_defaults(func=run)
 
@@ -40,18 +34,16 @@ def run(args: argparse.Namespace) -> int:
     from labkit.cleaning.readers import InputError
 
     if args.min_title > args.max_title:
-        print(f"labkit clean: --min-title {args.min_title} > --max-title {args.max_title}", file=sys.stderr)
-        return 2
+        raise UsageError(f"--min-title {args.min_title} > --max-title {args.max_title}; make --min-title the smaller")
+    if args.max_body is not None and args.min_body > args.max_body:
+        raise UsageError(f"--min-body {args.min_body} > --max-body {args.max_body}; make --min-body the smaller")
     try:
         report = clean_paths(args.inputs, args.out, workers=max(1, args.workers), min_title=args.min_title,
                              max_title=args.max_title, min_body=args.min_body, max_body=args.max_body)
     except InputError as exc:
-        print(f"labkit clean: {exc}", file=sys.stderr)
-        return 2
+        raise UsageError(str(exc)) from None
     except OSError as exc:
-        print(f"labkit clean: cannot write to {args.out!r}: {exc.strerror or exc}; "
-              "choose a writable --out directory", file=sys.stderr)
-        return 2
+        raise UsageError(f"cannot write to {args.out!r}: {exc.strerror or exc}; choose a writable --out directory") from None
     if not args.quiet:
         summary = {k: report[k] for k in ("files", "records", "clean", "rejected", "reasons",
                                           "seconds", "records_per_s", "mb_per_s")}

@@ -13,12 +13,14 @@ import json
 import statistics
 import time
 
+from labkit.cli_errors import positive_int, writable_file
+
 
 def _setup(n_articles: int, seed: int):
     from labkit.corpus import generate
     from labkit.text.tasks import make_examples
     from labkit.text.tokenizer import train_tokenizer
-    from labkit.training.recipes import tokenizer_texts
+    from labkit.text.tasks import tokenizer_texts
 
     arts = generate(n_articles, seed)
     tok = train_tokenizer(tokenizer_texts(arts))
@@ -129,11 +131,12 @@ def _main(args: argparse.Namespace) -> int:
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("train", help="trainer throughput vs a plain PyTorch loop (monitoring off/on)")
-    p.add_argument("--steps", type=int, default=30)
-    p.add_argument("--batch-size", type=int, default=16)
-    p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--max-source-len", type=int, default=128)
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--json", help="write the full result here")
+    p.add_argument("--steps", type=positive_int, default=30, help="optimizer steps per timed run (default 30)")
+    p.add_argument("--batch-size", type=positive_int, default=16, help="examples per step (default 16)")
+    p.add_argument("--rounds", type=positive_int, default=3,
+                   help="rounds of plain / monitor off / monitor on, order rotated each round (default 3)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the data and the model (default 0)")
+    p.add_argument("--max-source-len", type=positive_int, default=128, help="input tokens kept (default 128)")
+    p.add_argument("--threads", type=positive_int, default=1, help="torch threads (default 1)")
+    p.add_argument("--json", type=writable_file, help="write the full result here")
     p.set_defaults(func=_main)
