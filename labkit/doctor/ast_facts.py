@@ -72,6 +72,7 @@ class ScriptFacts:
     functions: dict[str, list[ast.AST]] = field(default_factory=dict)
     calls: list[ast.Call] = field(default_factory=list)
     rank_vars: set[str] = field(default_factory=set)
+    imported: set[str] = field(default_factory=set)  # names bound by imports: `torch.save` is not our `save`
 
     @classmethod
     def from_source(cls, source: str, path: str = "<script>") -> "ScriptFacts":
@@ -86,10 +87,12 @@ class ScriptFacts:
                 self.parents[child] = node
             if isinstance(node, ast.Import):
                 for a in node.names:
+                    self.imported.add(a.asname or a.name.split(".")[0])
                     if a.asname:
                         self.aliases[a.asname] = a.name
             elif isinstance(node, ast.ImportFrom) and node.module:
                 for a in node.names:
+                    self.imported.add(a.asname or a.name)
                     self.aliases[a.asname or a.name] = f"{node.module}.{a.name}"
             elif isinstance(node, FuncDef):
                 self.functions.setdefault(node.name, []).append(node)
@@ -179,6 +182,11 @@ class ScriptFacts:
         if isinstance(call.func, ast.Name):
             return self.functions.get(call.func.id, [])
         if isinstance(call.func, ast.Attribute):
+            root = call.func.value
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if isinstance(root, ast.Name) and root.id in self.imported:
+                return []  # torch.save(...) is not this file's save()
             return self.functions.get(call.func.attr, [])
         return []
 

@@ -426,7 +426,7 @@ def check_checkpoint_all_ranks(f: ScriptFacts) -> list[tuple[int, str]]:
 
 ADAM_FAMILY = ("Adam", "AdamW", "Adamax", "NAdam", "RAdam", "SparseAdam", "Adafactor", "AdamW8bit",
                "Adam8bit", "PagedAdamW", "FusedAdam", "DeepSpeedCPUAdam", "Lamb", "LAMB")
-TRANSFORMERISH = re.compile(r"Transformer|T5|GPT|Bert|Bart|Llama|AutoModel|MT5|Mistral|Qwen", re.I)
+TRANSFORMERISH = re.compile(r"Transformer|T5|GPT|Bert|BERT|Bart|Llama|AutoModel|Mistral|Qwen")  # case matters: resnet50
 
 
 def _has_warmup(f: ScriptFacts) -> bool:
