@@ -20,6 +20,7 @@ COMMANDS = {
     "clean": "labkit.cleaning.cli",
     "train": "labkit.train",
     "serve": "labkit.serving.cli",
+    "export": "labkit.serving.export_cli",
 }
 # `labkit bench NAME`: name -> module with register(subparsers)
 BENCHES = {

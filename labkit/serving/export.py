@@ -17,6 +17,7 @@ SIDE_FILES = (
     "config.json",
     "generation_config.json",
     "tokenizer.json",
+    "spiece.model",  # a SentencePiece (T5Tokenizer) checkpoint's vocabulary
     "tokenizer_config.json",
     "special_tokens_map.json",
     "labkit_task.json",

@@ -1,0 +1,154 @@
+"""`labkit export --model DIR --out DIR [--int8]`: a trained checkpoint -> the ONNX folder the servers load.
+
+Wraps `labkit.serving.export.export_onnx` (optimum's exporter, offline) and, with
+`--int8`, `labkit.serving.quantize.quantize_int8`, then measures what the export cost
+with `labkit.serving.parity`:
+
+* fp32 parity: greedy tokens of ONNX Runtime vs PyTorch on the same inputs, and the
+  largest first-step logit difference -- the exported graph must be the trained model;
+* with `--int8`: ROUGE-L / keyword-F1 of int8 vs fp32 against the references.
+
+The inputs are `--data` records (the same formats `labkit train --data` takes) or, by
+default, generated news articles.  Exit codes: 0 exported and parity holds, 1 parity
+failed (the folder is still written, the figures say how far off it is), 2 bad arguments
+(a folder without a model, say).  `<out>/export_report.json` keeps the figures.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from labkit.cli_errors import UsageError, nonneg_float, positive_int, writable_dir
+
+
+def _fraction(value: str) -> float:
+    f = nonneg_float(value)
+    if f > 1:
+        raise argparse.ArgumentTypeError(f"{value} must be between 0 and 1")
+    return f
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "export", help="export a trained model to ONNX (optionally int8) and check parity",
+        description=__doc__.splitlines()[0])
+    p.add_argument("--model", required=True, metavar="DIR",
+                   help="save_pretrained folder: labkit train --save-model's <out>/model or any seq2seq checkpoint")
+    p.add_argument("--out", required=True, type=writable_dir, metavar="DIR",
+                   help="ONNX folder to write (what labkit serve ... --onnx DIR loads)")
+    p.add_argument("--int8", action="store_true", help="dynamic int8 weights (smaller, faster on CPU); fp32 otherwise")
+    p.add_argument("--data", metavar="PATH",
+                   help="records for the parity check (formats of labkit train --data; default: generated articles)")
+    p.add_argument("--n", type=positive_int, default=12, help="inputs compared (default 12)")
+    p.add_argument("--max-new-tokens", type=positive_int, default=24, help="tokens generated per input (default 24)")
+    p.add_argument("--max-source-len", type=positive_int, default=128, help="input tokens kept (default 128)")
+    p.add_argument("--min-identical", type=_fraction, default=0.98,
+                   help="share of inputs whose fp32 ONNX tokens must equal PyTorch's (default 0.98)")
+    p.add_argument("--max-logit-diff", type=nonneg_float, default=1e-3,
+                   help="largest first-step |logit| difference fp32 ONNX vs PyTorch (default 1e-3)")
+    p.add_argument("--max-int8-drop", type=nonneg_float, default=0.05,
+                   help="largest ROUGE-L drop int8 vs fp32 accepted with --int8 (default 0.05)")
+    p.set_defaults(func=run)
+
+
+def _examples(data: str | None, n: int) -> list:
+    """Up to `n` examples, tasks interleaved (title, summary, keywords, ...)."""
+    from labkit.text.tasks import make_examples
+
+    if data:
+        from labkit.jsonl import read_jsonl
+        from labkit.training.own_data import open_source, split
+
+        src = open_source(data)
+        if src.kind == "prepared":
+            recs = read_jsonl(src.path / "eval.jsonl") if (src.path / "eval.jsonl").is_file() else []
+            recs = recs or read_jsonl(src.path / "train.jsonl")
+        else:
+            train, held = split(src.records)
+            recs = held + train
+    else:
+        from labkit.corpus import generate
+
+        recs = generate(max(n, 3), seed=12345)
+    ex = make_examples(recs[: max(n, 3)])
+    by_task: dict[str, list] = {}
+    for e in ex:
+        by_task.setdefault(e.task, []).append(e)
+    out = []
+    while len(out) < n and any(by_task.values()):
+        for lst in by_task.values():
+            if lst and len(out) < n:
+                out.append(lst.pop(0))
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    from labkit.training.own_data import checkpoint_problem
+
+    why = checkpoint_problem(args.model)
+    if why:
+        raise UsageError(f"--model {args.model}: {why}; pass a save_pretrained folder with model and tokenizer "
+                         "(e.g. the <out>/model of `labkit train --save-model`)")
+    out = Path(args.out)
+    if out.resolve() == Path(args.model).resolve():
+        raise UsageError(f"--out {args.out} is the --model folder; choose another folder for the ONNX files")
+    examples = _examples(args.data, args.n)
+    if not examples:
+        raise UsageError(f"--data {args.data}: no example with a target to compare on; pass title/body records")
+
+    import torch
+    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+
+    from labkit.serving.export import export_onnx, onnx_size_mb
+    from labkit.serving.ort_generate import OrtGenerator
+    from labkit.serving.parity import check_parity, quality_delta
+    from labkit.serving.quantize import quantize_int8
+
+    torch.set_num_threads(max(1, torch.get_num_threads()))
+    t0 = time.perf_counter()
+    report: dict = {"model": str(args.model), "out": str(out), "int8": args.int8, "n": len(examples)}
+    failures: list[str] = []
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".labkit-fp32-", dir=out.parent) as tmp:
+        fp32 = Path(tmp) if args.int8 else out
+        export_onnx(args.model, fp32, validate=False)
+        report["export_s"] = round(time.perf_counter() - t0, 1)
+        report["fp32_mb"] = round(onnx_size_mb(fp32), 2)
+        model = AutoModelForSeq2SeqLM.from_pretrained(args.model).eval()
+        tok = AutoTokenizer.from_pretrained(args.model)
+        g32 = OrtGenerator(fp32, threads=1, max_source_len=args.max_source_len, tokenizer=tok)
+        par = check_parity(model, tok, g32, [e.source for e in examples], max_new_tokens=args.max_new_tokens)
+        report["fp32_parity"] = par.to_dict()
+        print(f"fp32 parity: {par.identical}/{par.n} inputs give PyTorch's greedy tokens "
+              f"({par.fraction_identical:.0%}), max first-step |logit diff| {par.max_abs_logit_diff:.2e}", flush=True)
+        if par.fraction_identical < args.min_identical:
+            failures.append(f"fp32 ONNX matches PyTorch on {par.fraction_identical:.0%} of inputs "
+                            f"(< --min-identical {args.min_identical:.0%}); first mismatch: {par.mismatches[:1]}")
+        if par.max_abs_logit_diff > args.max_logit_diff:
+            failures.append(f"first-step logits differ by {par.max_abs_logit_diff:.2e} (> --max-logit-diff {args.max_logit_diff})")
+        if args.int8:
+            quantize_int8(fp32, out)
+            report["int8_mb"] = round(onnx_size_mb(out), 2)
+            g8 = OrtGenerator(out, threads=1, max_source_len=args.max_source_len, tokenizer=tok)
+            q = quality_delta(g32, g8, examples, max_new_tokens=args.max_new_tokens)
+            report["int8_quality"] = q
+            print(f"int8: {report['fp32_mb']} MB -> {report['int8_mb']} MB; ROUGE-L {q['fp32']['rouge_l']:.3f} -> "
+                  f"{q['int8']['rouge_l']:.3f} ({q['rouge_l_delta']:+.3f}), keyword F1 {q['fp32']['keyword_f1']:.3f} -> "
+                  f"{q['int8']['keyword_f1']:.3f}; same text as fp32 on {q['same_output']:.0%}", flush=True)
+            if q["rouge_l_delta"] == q["rouge_l_delta"] and q["rouge_l_delta"] < -args.max_int8_drop:
+                failures.append(f"int8 loses {-q['rouge_l_delta']:.3f} ROUGE-L (> --max-int8-drop {args.max_int8_drop})")
+    report["seconds"] = round(time.perf_counter() - t0, 1)
+    report["passed"] = not failures
+    report["failures"] = failures
+    (out / "export_report.json").write_text(json.dumps(report, ensure_ascii=False, indent=1, default=str), encoding="utf-8")
+    if failures:
+        print(f"labkit export: parity failed: {'; '.join(failures)} (figures in {out / 'export_report.json'})",
+              file=sys.stderr)
+        return 1
+    print(f"exported {'int8' if args.int8 else 'fp32'} ONNX to {out} in {report['seconds']} s; "
+          f"serve it: labkit serve api --onnx {out} --start-triton", flush=True)
+    return 0
