@@ -163,3 +163,16 @@ def test_script_is_never_executed(tmp_path):
     trap.write_text(f"open({str(marker)!r}, 'w').write('x')\n", encoding="utf-8")
     assert check_file(str(trap)) == []
     assert not marker.exists()
+
+
+@pytest.mark.parametrize("build", [
+    "def build():\n    net = Net()\n    net.cuda(local_rank)\n    return net\nmodel = build()\n",
+    "model = Net(device=f'cuda:{local_rank}')\n",
+    "model = Net().to(local_rank)\n",
+])
+def test_model_placed_on_device_other_ways_is_not_a_finding(build):
+    src = ("import os, torch, torch.distributed as dist\n"
+           "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+           "local_rank = int(os.environ['LOCAL_RANK'])\ndist.init_process_group('nccl')\n"
+           + build + "model = DDP(model, device_ids=[local_rank])\n")
+    assert [f.code for f in check_source(src)] == []

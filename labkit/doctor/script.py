@@ -157,6 +157,14 @@ def _model_moves(f: ScriptFacts, ddp: ast.Call) -> list[ast.Call] | None:
                 if 0 <= i < len(site.args):
                     keys.add(unparse(site.args[i]))
     moves = []
+    for node in ast.walk(f.tree):  # model = Net(device=...) / model = build_model() whose body moves it
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and \
+                {unparse(t) for t in node.targets} & keys:
+            made = node.value
+            if kwarg(made, "device") is not None or kwarg(made, "device_map") is not None:
+                moves.append(made)
+            elif any(isinstance(n, ast.Call) and _is_move(f, n) for n, _ in f.reachable(f.targets(made))):
+                moves.append(made)
     for c in f.calls:
         if not _is_move(f, c):
             continue
@@ -270,15 +278,18 @@ def check_no_grad_clip(f: ScriptFacts) -> list[tuple[int, str]]:
     return [(step.lineno, "a hand-written loop steps the optimizer without gradient clipping")]
 
 
-SEED_CALLS = ("manual_seed", "manual_seed_all", "set_seed", "seed_everything", "enable_full_determinism")
-
-
 def _seed_calls(f: ScriptFacts) -> list[ast.Call]:
+    """Calls that seed torch; a project's own `init_seeds(...)`/`setup_seed(...)` is given the benefit of the doubt."""
     out = []
-    for c in f.calls_named(*SEED_CALLS):
+    for c in f.calls:
         name = f.call_name(c)
-        if name.split(".")[-1].startswith("manual_seed") and not name.startswith("torch"):
+        last = name.split(".")[-1]
+        if "seed" not in last.lower() or name in ("random.seed", "numpy.random.seed", "np.random.seed"):
+            continue
+        if last.startswith("manual_seed") and not name.startswith("torch"):
             continue  # torch.Generator().manual_seed(...) seeds a private generator
+        if last in ("initial_seed", "seed") or last.startswith("get_"):
+            continue
         out.append(c)
     return out
 
@@ -310,7 +321,7 @@ def check_unsynced_seed(f: ScriptFacts) -> list[tuple[int, str]]:
         if last in ("shuffle", "sample") and not name.startswith(("random.", "numpy.", "np.")):
             continue
         ops.append(c)
-    if not f.references("DistributedSampler"):
+    if not f.references("DistributedSampler") and not _uses_accelerate(f) and not _uses_hf_trainer(f):
         ops += [c for c in f.calls_named("DataLoader") if is_const(kwarg(c, "shuffle"), True)]
     ops = [o for o in ops if not (f.same_function(o, seed) and o.lineno < seed.lineno)]
     if not ops:
