@@ -39,8 +39,9 @@ def _register_all(sub, table: dict[str, str]) -> None:
                 # a labkit module that fails to import is a bug, not a missing command
                 raise ImportError(f"labkit {name}: cannot import {modname}: {exc}") from exc
             msg = f"needs {exc.name}: run `make setup` (or pip install -e '.[serve]')"
-            p = sub.add_parser(name, help=f"(unavailable: {msg})", add_help=False)
-            p.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+            # no option prefix: whatever follows (--help, --port ...) lands in `rest` and gets the install hint
+            p = sub.add_parser(name, help=f"(unavailable: {msg})", add_help=False, prefix_chars="\0")
+            p.add_argument("rest", nargs="*", help=argparse.SUPPRESS)
             p.set_defaults(func=lambda args, m=msg: _unavailable(m))
             continue
         mod.register(sub)

@@ -188,6 +188,25 @@ def laggards(progress: dict[int, dict], ranks: dict[int, dict], expected: int) -
     return sorted(r for r, k in live.items() if k == low)
 
 
+def check_train_args(args: Sequence[str], out_dir: str | Path) -> None:
+    """Parse `labkit.train` arguments here, as every rank would, and raise `LaunchError` with argparse's
+    (or `check_args`') one-line reason instead of starting processes that would all fail the same way."""
+    from labkit.cli_errors import UsageError
+    from labkit.training.rank_program import build_parser, check_args
+
+    parser = build_parser()
+
+    def error(message: str):
+        raise LaunchError(f"labkit.train arguments {list(args)}: {message}; see `python -m labkit.train --help`")
+
+    parser.error = error  # argparse reports every parse error through this hook
+    argv = list(args) if any(a == "--out" or a.startswith("--out=") for a in args) else [*args, "--out", str(out_dir)]
+    try:
+        check_args(parser.parse_args(argv))
+    except UsageError as exc:
+        raise LaunchError(f"labkit.train: {exc}") from None
+
+
 # ---- launch -----------------------------------------------------------------
 def launch(args: Sequence[str] = (), nproc: int | None = None, *, out_dir: str | Path, module: str = "labkit.train",
            launcher: str = "torchrun", device: str = "auto", timeout_s: float = 600.0, port: int | None = None,
@@ -211,6 +230,8 @@ def launch(args: Sequence[str] = (), nproc: int | None = None, *, out_dir: str |
         port = free_port()
     elif node_rank == 0:
         check_port(port)
+    if module == "labkit.train":
+        check_train_args(args, out_dir)  # a bad --schedule fails here, before any rank starts
     out = Path(out_dir)
     child_env = {**os.environ, **(env or {}), "LABKIT_OUT": str(out), "PYTHONUNBUFFERED": "1"}
     if kind == "cpu":
