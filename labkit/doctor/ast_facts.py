@@ -250,3 +250,130 @@ class ScriptFacts:
         for node in ast.walk(self.tree):
             if isinstance(node, ast.Constant) and isinstance(node.value, str):
                 yield node.lineno, node.value
+
+
+# ---- what kind of script is this? (shared by the checks in labkit.doctor.script) ----
+def is_ddp(f: ScriptFacts) -> bool:
+    """Runs as several processes that it wires up itself (DDP, a process group, mp.spawn)."""
+    return f.references("DistributedDataParallel", "init_process_group") or bool(
+        [c for c in f.calls_named("spawn") if "multiprocessing" in f.call_name(c) or "mp." in f.call_name(c)]
+    )
+
+
+def uses_accelerate(f: ScriptFacts) -> bool:
+    return f.references("Accelerator") or bool(f.calls_named("prepare") and "accelerate" in f.source)
+
+
+def uses_hf_trainer(f: ScriptFacts) -> bool:
+    return bool(re.search(r"\b\w*Trainer\b", f.source)) and f.references(
+        "Trainer", "Seq2SeqTrainer", "SFTTrainer", "TrainingArguments", "Seq2SeqTrainingArguments"
+    ) and ("transformers" in f.source or "trl" in f.source)
+
+
+def uses_lightning(f: ScriptFacts) -> bool:
+    return any(m.split(".")[0] in ("pytorch_lightning", "lightning") for m in f.aliases.values()) or bool(
+        re.search(r"^\s*(import|from)\s+(pytorch_lightning|lightning)\b", f.source, re.M)
+    )
+
+
+def backward_calls(f: ScriptFacts) -> list[ast.Call]:
+    return [c for c in f.calls if isinstance(c.func, ast.Attribute) and c.func.attr == "backward"]
+
+
+def optimizer_steps(f: ScriptFacts) -> list[ast.Call]:
+    """`optimizer.step()`, `opt.step()`, `scaler.step(optimizer)`; not `scheduler.step()`."""
+    out = []
+    for c in f.calls:
+        if isinstance(c.func, ast.Attribute) and c.func.attr == "step":
+            recv = unparse(c.func.value).lower()
+            if "sched" in recv:
+                continue
+            if "opt" in recv or "scaler" in recv or any("optim" in unparse(a).lower() for a in c.args):
+                out.append(c)
+    return out
+
+
+def hand_loop(f: ScriptFacts) -> ast.Call | None:
+    """The optimizer step of a hand-written loop (`backward()` then `optimizer.step()`), if any."""
+    steps = optimizer_steps(f)
+    return steps[0] if steps and backward_calls(f) else None
+
+
+def loader_dataset_is_iterable(f: ScriptFacts, loader: ast.Call) -> bool:
+    iterable_classes = {
+        n.name for n in ast.walk(f.tree)
+        if isinstance(n, ast.ClassDef) and any("IterableDataset" in unparse(b) for b in n.bases)
+    }
+    ds = loader.args[0] if loader.args else kwarg(loader, "dataset")
+    if ds is None:
+        return False
+    text = unparse(ds)
+    if any(cls in text for cls in iterable_classes) or "streaming" in text or "Iterable" in text:
+        return True
+    # dataset = MyIterable(...) earlier
+    for node in ast.walk(f.tree):
+        if isinstance(node, ast.Assign) and any(unparse(t) == text for t in node.targets):
+            v = unparse(node.value)
+            if any(cls in v for cls in iterable_classes) or "streaming=True" in v:
+                return True
+    return False
+
+
+def strings(node: ast.AST) -> list[str]:
+    return [s.value for s in ast.walk(node) if isinstance(s, ast.Constant) and isinstance(s.value, str)]
+
+
+def rank_strided(f: ScriptFacts) -> bool:
+    """`data[rank::world_size]`, `range(rank, n, world_size)`, `ds.shard(num_shards=.., index=rank)`."""
+    for node in ast.walk(f.tree):
+        if isinstance(node, ast.Slice) and node.step is not None and (
+                f.mentions_rank(node.lower) if node.lower else False):
+            return True
+        if isinstance(node, ast.Call) and unparse(node.func) == "range" and len(node.args) == 3 and f.mentions_rank(node.args[0]):
+            return True
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "shard":
+            return True
+    return False
+
+
+def epoch_loops(f: ScriptFacts) -> list[ast.For]:
+    """Outermost `for epoch in ...` loops whose body (following calls) iterates batches."""
+    loops = []
+    for node in ast.walk(f.tree):
+        if not isinstance(node, ast.For) or "epoch" not in (unparse(node.target) + unparse(node.iter)).lower():
+            continue
+        if any(isinstance(a, ast.For) and a in loops for a in f.ancestors(node)):
+            continue
+        inner = any(isinstance(n, (ast.For, ast.While)) and n is not node for n, _ in f.reachable([node]))
+        if inner:
+            loops.append(node)
+    return loops
+
+
+def chunks_text(f: ScriptFacts) -> bool:
+    """run_clm's `group_texts`: concatenated ids cut into block_size chunks need no truncation."""
+    steps = {unparse(n.args[2]) for n in ast.walk(f.tree)
+             if isinstance(n, ast.Call) and unparse(n.func) == "range" and len(n.args) == 3}
+    return any(isinstance(n, ast.Slice) and n.upper is not None and any(unparse(n.upper).endswith(f"+ {s}") for s in steps)
+               for n in ast.walk(f.tree))
+
+
+def guarded(f: ScriptFacts, node: ast.AST, seen: set[int] | None = None) -> bool:
+    """Is every path to `node` behind a rank-0 test (here, by early return, or at every caller)?"""
+    seen = seen if seen is not None else set()
+    func = None
+    for anc in f.ancestors(node):
+        if isinstance(anc, (ast.If, ast.IfExp, ast.While)) and f.is_rank_test(anc.test):
+            return True
+        if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            func = anc
+            break
+    if func is None or id(func) in seen:
+        return False
+    seen.add(id(func))
+    for stmt in ast.walk(func):  # `if rank != 0: return` before the save
+        if isinstance(stmt, ast.If) and f.is_rank_test(stmt.test) and stmt.lineno < node.lineno and \
+                any(isinstance(s, ast.Return) for s in stmt.body):
+            return True
+    callers = f.callers(func)
+    return bool(callers) and all(guarded(f, c, seen) for c in callers)

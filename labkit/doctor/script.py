@@ -9,14 +9,17 @@ A false alarm on a correct script is a bug: when in doubt, a check says nothing.
 """
 from __future__ import annotations
 
-import argparse
 import ast
 import json
 import re
 import sys
 from dataclasses import asdict, dataclass
 
-from labkit.doctor.ast_facts import ScriptFacts, has_splat, is_const, kwarg, names_in, unparse
+from labkit.doctor.ast_facts import (
+    ScriptFacts, chunks_text, epoch_loops, guarded, hand_loop, has_splat, is_const, is_ddp, kwarg,
+    loader_dataset_is_iterable, names_in, rank_strided, strings, unparse, uses_accelerate, uses_hf_trainer,
+    uses_lightning,
+)
 
 
 @dataclass(frozen=True)
@@ -31,73 +34,6 @@ class Finding:
         return f"{self.path}:{self.line}: {self.code}: {self.message} — fix: {self.fix}"
 
 
-# ---- what kind of script is this? ---------------------------------------------------
-def _is_ddp(f: ScriptFacts) -> bool:
-    """Runs as several processes that it wires up itself (DDP, a process group, mp.spawn)."""
-    return f.references("DistributedDataParallel", "init_process_group") or bool(
-        [c for c in f.calls_named("spawn") if "multiprocessing" in f.call_name(c) or "mp." in f.call_name(c)]
-    )
-
-
-def _uses_accelerate(f: ScriptFacts) -> bool:
-    return f.references("Accelerator") or bool(f.calls_named("prepare") and "accelerate" in f.source)
-
-
-def _uses_hf_trainer(f: ScriptFacts) -> bool:
-    return bool(re.search(r"\b\w*Trainer\b", f.source)) and f.references(
-        "Trainer", "Seq2SeqTrainer", "SFTTrainer", "TrainingArguments", "Seq2SeqTrainingArguments"
-    ) and ("transformers" in f.source or "trl" in f.source)
-
-
-def _uses_lightning(f: ScriptFacts) -> bool:
-    return any(m.split(".")[0] in ("pytorch_lightning", "lightning") for m in f.aliases.values()) or bool(
-        re.search(r"^\s*(import|from)\s+(pytorch_lightning|lightning)\b", f.source, re.M)
-    )
-
-
-def _backward_calls(f: ScriptFacts) -> list[ast.Call]:
-    return [c for c in f.calls if isinstance(c.func, ast.Attribute) and c.func.attr == "backward"]
-
-
-def _optimizer_steps(f: ScriptFacts) -> list[ast.Call]:
-    """`optimizer.step()`, `opt.step()`, `scaler.step(optimizer)`; not `scheduler.step()`."""
-    out = []
-    for c in f.calls:
-        if isinstance(c.func, ast.Attribute) and c.func.attr == "step":
-            recv = unparse(c.func.value).lower()
-            if "sched" in recv:
-                continue
-            if "opt" in recv or "scaler" in recv or any("optim" in unparse(a).lower() for a in c.args):
-                out.append(c)
-    return out
-
-
-def _hand_loop(f: ScriptFacts) -> ast.Call | None:
-    """The optimizer step of a hand-written loop (`backward()` then `optimizer.step()`), if any."""
-    steps = _optimizer_steps(f)
-    return steps[0] if steps and _backward_calls(f) else None
-
-
-def _loader_dataset_is_iterable(f: ScriptFacts, loader: ast.Call) -> bool:
-    iterable_classes = {
-        n.name for n in ast.walk(f.tree)
-        if isinstance(n, ast.ClassDef) and any("IterableDataset" in unparse(b) for b in n.bases)
-    }
-    ds = loader.args[0] if loader.args else kwarg(loader, "dataset")
-    if ds is None:
-        return False
-    text = unparse(ds)
-    if any(cls in text for cls in iterable_classes) or "streaming" in text or "Iterable" in text:
-        return True
-    # dataset = MyIterable(...) earlier
-    for node in ast.walk(f.tree):
-        if isinstance(node, ast.Assign) and any(unparse(t) == text for t in node.targets):
-            v = unparse(node.value)
-            if any(cls in v for cls in iterable_classes) or "streaming=True" in v:
-                return True
-    return False
-
-
 # ---- one function per code ------------------------------------------------------------
 def check_legacy_launch(f: ScriptFacts) -> list[tuple[int, str]]:
     """`--local_rank` arguments and `torch.distributed.launch` are the deprecated launcher's
@@ -107,7 +43,7 @@ def check_legacy_launch(f: ScriptFacts) -> list[tuple[int, str]]:
         flags = [a.value for a in c.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
         if any(fl in ("--local_rank", "--local-rank") for fl in flags):
             default = kwarg(c, "default")
-            if default is not None and any(s == "LOCAL_RANK" for s in _strings(default)):
+            if default is not None and any(s == "LOCAL_RANK" for s in strings(default)):
                 continue  # default=int(os.environ["LOCAL_RANK"]): works under torchrun
             hits.append((c.lineno, f"local rank comes from the `{flags[0]}` command-line argument"))
     for node in ast.walk(f.tree):
@@ -120,10 +56,6 @@ def check_legacy_launch(f: ScriptFacts) -> list[tuple[int, str]]:
         if "torch.distributed.launch" in text and not re.search(r"torchrun|instead|deprecat|legacy", text, re.I):
             hits.append((line, "launches or documents `python -m torch.distributed.launch`"))
     return hits[:1]
-
-
-def _strings(node: ast.AST) -> list[str]:
-    return [s.value for s in ast.walk(node) if isinstance(s, ast.Constant) and isinstance(s.value, str)]
 
 
 def _is_move(f: ScriptFacts, call: ast.Call) -> bool:
@@ -203,28 +135,15 @@ def check_model_not_on_device(f: ScriptFacts) -> list[tuple[int, str]]:
     return hits
 
 
-def _rank_strided(f: ScriptFacts) -> bool:
-    """`data[rank::world_size]`, `range(rank, n, world_size)`, `ds.shard(num_shards=.., index=rank)`."""
-    for node in ast.walk(f.tree):
-        if isinstance(node, ast.Slice) and node.step is not None and (
-                f.mentions_rank(node.lower) if node.lower else False):
-            return True
-        if isinstance(node, ast.Call) and unparse(node.func) == "range" and len(node.args) == 3 and f.mentions_rank(node.args[0]):
-            return True
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "shard":
-            return True
-    return False
-
-
 def check_no_distributed_sampler(f: ScriptFacts) -> list[tuple[int, str]]:
     """Without per-rank sharding every rank trains on the whole dataset: N times the work, no speed-up."""
-    if not _is_ddp(f) or _uses_accelerate(f) or _uses_hf_trainer(f) or _uses_lightning(f):
+    if not is_ddp(f) or uses_accelerate(f) or uses_hf_trainer(f) or uses_lightning(f):
         return []
-    if f.references("DistributedSampler", "split_dataset_by_node") or _rank_strided(f):
+    if f.references("DistributedSampler", "split_dataset_by_node") or rank_strided(f):
         return []
     loaders = [c for c in f.calls_named("DataLoader") if not has_splat(c)]
     loaders = [c for c in loaders if kwarg(c, "sampler") is None and kwarg(c, "batch_sampler") is None]
-    loaders = [c for c in loaders if not _loader_dataset_is_iterable(f, c)]
+    loaders = [c for c in loaders if not loader_dataset_is_iterable(f, c)]
     if not loaders:
         return []
 
@@ -238,26 +157,12 @@ def check_no_distributed_sampler(f: ScriptFacts) -> list[tuple[int, str]]:
     return [(train[0].lineno, "the training DataLoader has no DistributedSampler: every rank sees the whole dataset")] if train else []
 
 
-def _epoch_loops(f: ScriptFacts) -> list[ast.For]:
-    """Outermost `for epoch in ...` loops whose body (following calls) iterates batches."""
-    loops = []
-    for node in ast.walk(f.tree):
-        if not isinstance(node, ast.For) or "epoch" not in (unparse(node.target) + unparse(node.iter)).lower():
-            continue
-        if any(isinstance(a, ast.For) and a in loops for a in f.ancestors(node)):
-            continue
-        inner = any(isinstance(n, (ast.For, ast.While)) and n is not node for n, _ in f.reachable([node]))
-        if inner:
-            loops.append(node)
-    return loops
-
-
 def check_missing_set_epoch(f: ScriptFacts) -> list[tuple[int, str]]:
     """DistributedSampler shuffles with seed + epoch: without set_epoch every epoch repeats one order."""
     if not f.references("DistributedSampler"):
         return []
     hits = []
-    for loop in _epoch_loops(f):
+    for loop in epoch_loops(f):
         var = {unparse(loop.target)}
         ok = False
         for node, names in f.reachable(list(loop.body), var):
@@ -272,7 +177,7 @@ def check_missing_set_epoch(f: ScriptFacts) -> list[tuple[int, str]]:
 
 def check_no_grad_clip(f: ScriptFacts) -> list[tuple[int, str]]:
     """One bad batch can blow the weights up (the course's exploding-gradients notebook)."""
-    step = _hand_loop(f)
+    step = hand_loop(f)
     if step is None or f.calls_named("clip_grad_norm_", "clip_grad_value_", "clip_grad_norm", "clip_gradients"):
         return []
     return [(step.lineno, "a hand-written loop steps the optimizer without gradient clipping")]
@@ -296,8 +201,8 @@ def _seed_calls(f: ScriptFacts) -> list[ast.Call]:
 
 def check_no_seed(f: ScriptFacts) -> list[tuple[int, str]]:
     """Unseeded runs can't be reproduced or compared; TrainingArguments seeds for you (seed=42)."""
-    training = _hand_loop(f)
-    if training is None and (_uses_hf_trainer(f) or _uses_lightning(f)):
+    training = hand_loop(f)
+    if training is None and (uses_hf_trainer(f) or uses_lightning(f)):
         training = next(iter(f.calls_named("train", "fit")), None)
     if training is None or _seed_calls(f) or f.references("TrainingArguments", "Seq2SeqTrainingArguments", "SFTConfig"):
         return []
@@ -321,7 +226,7 @@ def check_unsynced_seed(f: ScriptFacts) -> list[tuple[int, str]]:
         if last in ("shuffle", "sample") and not name.startswith(("random.", "numpy.", "np.")):
             continue
         ops.append(c)
-    if not f.references("DistributedSampler") and not _uses_accelerate(f) and not _uses_hf_trainer(f):
+    if not f.references("DistributedSampler") and not uses_accelerate(f) and not uses_hf_trainer(f):
         ops += [c for c in f.calls_named("DataLoader") if is_const(kwarg(c, "shuffle"), True)]
     ops = [o for o in ops if not (f.same_function(o, seed) and o.lineno < seed.lineno)]
     if not ops:
@@ -365,18 +270,10 @@ def _builds_examples(f: ScriptFacts, c: ast.Call) -> bool:
     return cls is not None and any("Dataset" in unparse(b) for b in cls.bases)
 
 
-def _chunks_text(f: ScriptFacts) -> bool:
-    """run_clm's `group_texts`: concatenated ids cut into block_size chunks need no truncation."""
-    steps = {unparse(n.args[2]) for n in ast.walk(f.tree)
-             if isinstance(n, ast.Call) and unparse(n.func) == "range" and len(n.args) == 3}
-    return any(isinstance(n, ast.Slice) and n.upper is not None and any(unparse(n.upper).endswith(f"+ {s}") for s in steps)
-               for n in ast.walk(f.tree))
-
-
 def check_no_truncation(f: ScriptFacts) -> list[tuple[int, str]]:
     """Untruncated inputs overflow the model's max length (T5: 512) or the GPU's memory on one long text."""
     hits = []
-    chunked = _chunks_text(f)
+    chunked = chunks_text(f)
     for c in f.calls:
         if not _is_tokenizer_call(c) or has_splat(c):
             continue
@@ -397,30 +294,9 @@ def check_unsafe_torch_load(f: ScriptFacts) -> list[tuple[int, str]]:
             and not has_splat(c)]
 
 
-def _guarded(f: ScriptFacts, node: ast.AST, seen: set[int] | None = None) -> bool:
-    """Is every path to `node` behind a rank-0 test (here, by early return, or at every caller)?"""
-    seen = seen if seen is not None else set()
-    func = None
-    for anc in f.ancestors(node):
-        if isinstance(anc, (ast.If, ast.IfExp, ast.While)) and f.is_rank_test(anc.test):
-            return True
-        if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            func = anc
-            break
-    if func is None or id(func) in seen:
-        return False
-    seen.add(id(func))
-    for stmt in ast.walk(func):  # `if rank != 0: return` before the save
-        if isinstance(stmt, ast.If) and f.is_rank_test(stmt.test) and stmt.lineno < node.lineno and \
-                any(isinstance(s, ast.Return) for s in stmt.body):
-            return True
-    callers = f.callers(func)
-    return bool(callers) and all(_guarded(f, c, seen) for c in callers)
-
-
 def check_checkpoint_all_ranks(f: ScriptFacts) -> list[tuple[int, str]]:
     """Every rank writing the same file at once corrupts it (and wastes N-1 writes)."""
-    if not (_is_ddp(f) or f.references("Accelerator")):
+    if not (is_ddp(f) or f.references("Accelerator")):
         return []
     hits = []
     for c in f.calls:
@@ -430,7 +306,7 @@ def check_checkpoint_all_ranks(f: ScriptFacts) -> list[tuple[int, str]]:
             and not re.search(r"tokeni|config|processor|extractor", unparse(c.func.value), re.I))
         if not is_save or kwarg(c, "is_main_process") is not None or has_splat(c):
             continue
-        if not _guarded(f, c):
+        if not guarded(f, c):
             hits.append((c.lineno, "the checkpoint is saved on every rank (no rank-0 guard): they all write the same file"))
     return hits
 
@@ -464,7 +340,7 @@ def _has_warmup(f: ScriptFacts) -> bool:
 
 def check_no_warmup(f: ScriptFacts) -> list[tuple[int, str]]:
     """Adam's first steps use poorly estimated moments: full LR from step 0 derails transformers."""
-    step = _hand_loop(f)
+    step = hand_loop(f)
     if step is None or _has_warmup(f):
         return []
     adam = [c for c in f.calls if f.call_name(c).split(".")[-1] in ADAM_FAMILY]
