@@ -176,3 +176,12 @@ def test_model_placed_on_device_other_ways_is_not_a_finding(build):
            "local_rank = int(os.environ['LOCAL_RANK'])\ndist.init_process_group('nccl')\n"
            + build + "model = DDP(model, device_ids=[local_rank])\n")
     assert [f.code for f in check_source(src)] == []
+
+
+def test_private_generator_seeds_are_not_the_torch_seed():
+    src = ("import torch, torch.distributed as dist\n"
+           "dist.init_process_group('gloo')\nrank = dist.get_rank()\ntorch.manual_seed(0)\n"
+           "g = torch.Generator().manual_seed(1000 + rank)\norder = torch.randperm(100, generator=g)\n")
+    assert [f.code for f in check_source(src)] == []
+    assert [f.code for f in check_source(src.replace("torch.manual_seed(0)", "torch.manual_seed(rank)"))] == [
+        "unsynced_seed"]

@@ -60,6 +60,22 @@ def is_const(node: ast.AST | None, *values) -> bool:
     return isinstance(node, ast.Constant) and any(node.value is v or node.value == v for v in values)
 
 
+SIMPLE_CALLS = {"int", "str", "get", "getenv", "get_rank", "get_local_rank", "get_global_rank", "get_node_local_rank"}
+
+
+def _simple(node: ast.AST) -> bool:
+    """A value that can *be* a rank: names, numbers, arithmetic, int(os.environ["RANK"]), a if c else b."""
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Call):
+            f = sub.func
+            name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+            if name not in SIMPLE_CALLS:
+                return False
+        elif isinstance(sub, (ast.Lambda, ast.ListComp, ast.DictComp, ast.SetComp, ast.GeneratorExp, ast.Dict, ast.List)):
+            return False
+    return True
+
+
 @dataclass
 class ScriptFacts:
     """Everything the checks ask about one parsed script."""
@@ -102,17 +118,26 @@ class ScriptFacts:
         self._taint_rank()
 
     def _taint_rank(self) -> None:
-        """Variables whose value comes from the rank (`seed_offset = ddp_rank`)."""
-        assigns = [n for n in ast.walk(self.tree) if isinstance(n, (ast.Assign, ast.AnnAssign))]
+        """Variables whose value comes from the rank (`seed_offset = ddp_rank`, `rank = int(os.environ["RANK"])`).
+
+        Only simple values propagate (names, arithmetic, `int(...)`, `os.environ[...]`): a whole
+        object built from many things is not "the rank"."""
+        pairs = []
+        for a in ast.walk(self.tree):
+            if isinstance(a, ast.Assign) and len(a.targets) == 1:
+                t, v = a.targets[0], a.value
+                if isinstance(t, ast.Tuple) and isinstance(v, ast.Tuple) and len(t.elts) == len(v.elts):
+                    pairs += zip(t.elts, v.elts)
+                else:
+                    pairs.append((t, v))
+            elif isinstance(a, ast.AnnAssign) and a.value is not None:
+                pairs.append((a.target, a.value))
+        pairs = [(t, v) for t, v in pairs if isinstance(t, (ast.Name, ast.Attribute)) and _simple(v)]
         for _ in range(4):
             before = len(self.rank_vars)
-            for a in assigns:
-                if a.value is not None and self.mentions_rank(a.value):
-                    targets = a.targets if isinstance(a, ast.Assign) else [a.target]
-                    for t in targets:
-                        for sub in ast.walk(t):
-                            if isinstance(sub, (ast.Name, ast.Attribute)):
-                                self.rank_vars.add(unparse(sub))
+            for t, v in pairs:
+                if self.mentions_rank(v):
+                    self.rank_vars.add(unparse(t))
             if len(self.rank_vars) == before:
                 break
 

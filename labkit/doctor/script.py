@@ -191,7 +191,7 @@ def _seed_calls(f: ScriptFacts) -> list[ast.Call]:
         last = name.split(".")[-1]
         if "seed" not in last.lower() or name in ("random.seed", "numpy.random.seed", "np.random.seed"):
             continue
-        if last.startswith("manual_seed") and not name.startswith("torch"):
+        if last.startswith("manual_seed") and (not name.startswith("torch") or "()" in name):
             continue  # torch.Generator().manual_seed(...) seeds a private generator
         if last in ("initial_seed", "seed") or last.startswith("get_"):
             continue
