@@ -3,12 +3,17 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-# The CPU build of PyTorch, installed explicitly BEFORE the package: a bare `torch`
-# requirement would pull a multi-GB CUDA build.  Elsewhere than this machine, point
-# pip at PyTorch's CPU wheel index, e.g. `make setup TORCH_PIP_ARGS="--index-url <cpu index>"`.
+# PyTorch is installed explicitly BEFORE the package, the build chosen for this machine by
+# scripts/install.py (standard library only): no NVIDIA GPU -> the CPU build (a CPU wheel the
+# configured indexes already offer, else PyTorch's CPU index, else the configured index and a check
+# that it gave CPU); NVIDIA GPU -> PyPI's build (CUDA on Linux x86_64).  `python3 scripts/install.py
+# plan --probe` shows the decision.  TORCH_PIP_ARGS overrides the source (e.g. "--index-url <index>"),
+# TORCH_BUILD=cpu|cuda|any what the check after the install demands.
 TORCH_VERSION  ?= 2.13.0
 TORCH_PIP_ARGS ?=
-EXTRAS ?= serve,lab,dev
+TORCH_BUILD    ?= auto
+# The `triton` extra (nvidia-pytriton) only where its wheel exists: Linux x86_64/aarch64, glibc >= 2.35.
+EXTRAS ?= $(shell $(PYTHON) scripts/install.py extras 2>/dev/null || echo serve,lab,dev)
 STAMP  := $(VENV)/.labkit-setup
 PROFILE ?= smoke
 PYTEST_ARGS ?=
@@ -23,12 +28,14 @@ help:
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml Makefile
+TORCH := $(BIN)/python scripts/install.py --version "$(TORCH_VERSION)" --pip-args "$(TORCH_PIP_ARGS)" --build "$(TORCH_BUILD)"
+
+$(STAMP): pyproject.toml Makefile scripts/install.py
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet torch==$(TORCH_VERSION) $(TORCH_PIP_ARGS)
+	$(TORCH) torch
 	$(BIN)/python -m pip install --quiet -e ".[$(EXTRAS)]"
-	@$(BIN)/python -c "import torch, sys; v = torch.__version__; sys.exit(0 if v.startswith('$(TORCH_VERSION)') else 'torch ' + v + ' replaced the pinned build: check the dependency ranges')"
+	@$(TORCH) verify
 	@$(MAKE) --no-print-directory fonts
 	@touch $(STAMP)
 
