@@ -81,14 +81,31 @@ def test_chunked_oversized_upload_is_cut_off(api):
     assert r.status_code == 413
 
 
-def test_invalid_requests_never_reach_the_model(api):
-    """The micro-batcher counts batches: 4xx traffic must not add any."""
-    before = httpx.get(api.url + "/health", timeout=5)
-    assert before.status_code == 200
-    for _ in range(3):
-        assert post(api, {"task": "nope", "text": "x"}).status_code == 422
-    # a request that does reach the model proves the server still answers after the rejects
-    assert post(api, {"task": "keywords", "text": "经济 增长"}).status_code == 200
+def test_invalid_requests_never_reach_the_model(tmp_path_factory):
+    """The micro-batcher counts the batches it runs: 4xx traffic must not add any, a valid request adds one.
+
+    In-process (the same app and MicroBatcher as the server) so the test can read that count."""
+    from fastapi.testclient import TestClient
+
+    from labkit.serving.api import ApiSettings, create_app
+    from labkit.serving.backends import MicroBatcher
+
+    art = h.artifacts(tmp_path_factory.getbasetemp() / "serving")
+    made = []
+
+    def make():
+        made.append(MicroBatcher(art["int8"], max_batch=4, max_delay_ms=1, threads=1, max_source_len=64))
+        return made[0]
+
+    with TestClient(create_app(make, ApiSettings(timeout_s=20, max_text_chars=LIMIT_CHARS))) as client:
+        batcher = made[0]
+        for body in ({"task": "nope", "text": "x"}, {"task": "title", "text": ""}, {"text": "正文"},
+                     {"task": "title", "text": "长" * (LIMIT_CHARS + 1)}):
+            assert client.post("/v1/generate", json=body).status_code == 422
+        assert client.post("/v1/generate", content=b"{", headers={"content-type": "application/json"}).status_code == 400
+        assert batcher.batches == []  # nothing reached the model
+        assert client.post("/v1/generate", json={"task": "keywords", "text": "经济 增长"}).status_code == 200
+        assert batcher.batches == [1]  # the valid request did, as one batch of one
 
 
 def test_bench_serve_command_measures_a_running_server(api, tmp_path):
