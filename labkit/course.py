@@ -220,6 +220,10 @@ def register(sub) -> None:
     ls = csub.add_parser("list", help="print order, title, estimated minutes and hardware needs")
     ls.add_argument("--notebooks", type=existing_dir, default=None, help="notebooks directory (default: notebooks/)")
     ls.set_defaults(func=_cmd_list)
+    w = csub.add_parser("workshop", help="write the learner's release: notebooks without solutions, checks kept, data")
+    w.add_argument("--out", required=True, type=writable_dir, help="directory to write the release into (created if missing)")
+    w.add_argument("--notebooks", type=existing_dir, default=None, help="instructor notebooks directory (default: notebooks/)")
+    w.set_defaults(func=_cmd_workshop)
     p.set_defaults(func=lambda args: p.print_help() or 2)
 
 
@@ -237,6 +241,14 @@ def _cmd_run(args) -> int:
     if failed:
         print(f"FAILED: {', '.join(failed)}", file=sys.stderr)
         return 1
+    return 0
+
+
+def _cmd_workshop(args) -> int:
+    from labkit.workshop import write_release
+
+    written = write_release(args.out, args.notebooks)
+    print(f"learner release: {len(written)} notebooks in {Path(args.out) / 'notebooks'} (solutions removed, checks kept)")
     return 0
 
 
