@@ -166,6 +166,60 @@ def test_verify_fails_when_torch_is_missing(tmp_path):
     assert r.returncode == 1 and "does not import" in r.stderr
 
 
+class FakePip:
+    """Stands in for `pip` and `import torch` in `install.py torch`: records the pip calls, installs `gives`."""
+
+    def __init__(self, before, gives, fail=()):
+        self.torch, self.gives, self.fail, self.calls = before, gives, set(fail), []
+
+    def run(self, cmd, **kw):
+        args = cmd[cmd.index("pip") + 1:]
+        self.calls.append(args)
+        rc = 0
+        if args[0] == "uninstall":
+            self.torch = None
+        elif args[0] == "install":
+            src = "cpu-index" if "--index-url" in args else "configured"
+            rc = 1 if src in self.fail else 0
+            if rc == 0:
+                self.torch = self.gives[src]
+        return subprocess.CompletedProcess(cmd, rc)
+
+
+def run_torch(monkeypatch, fake, *args):
+    monkeypatch.setattr(inst.subprocess, "run", fake.run)
+    monkeypatch.setattr(inst, "installed_torch", lambda python=None: fake.torch)
+    monkeypatch.delenv("TORCH_PIP_ARGS", raising=False)
+    monkeypatch.delenv("TORCH_BUILD", raising=False)
+    return inst.main(["torch", "--version", "2.13.0", "--platform", LINUX, *args])
+
+
+CPU, CUDA = ("2.13.0+cpu", None), ("2.13.0", "12.8")
+
+
+def test_install_removes_a_wrong_build_of_the_same_version_first(monkeypatch):
+    fake = FakePip(before=CUDA, gives={"cpu-index": CPU, "configured": CUDA})
+    assert run_torch(monkeypatch, fake, "--gpu", "no", "--local-cpu", "no", "--cpu-index", "up") == 0
+    assert fake.calls[0][:2] == ["uninstall", "--quiet"] and fake.calls[1][-2:] == ["--index-url", inst.CPU_INDEX]
+
+
+def test_install_falls_back_to_the_configured_index_then_refuses_a_cuda_build(monkeypatch, capsys):
+    fake = FakePip(before=None, gives={"cpu-index": CPU, "configured": CUDA}, fail={"cpu-index"})
+    assert run_torch(monkeypatch, fake, "--gpu", "no", "--local-cpu", "no", "--cpu-index", "up") == 1
+    assert [c[-1] for c in fake.calls] == [inst.CPU_INDEX, "torch==2.13.0"]
+    assert "TORCH_PIP_ARGS" in capsys.readouterr().err
+    fake = FakePip(before=None, gives={"cpu-index": CPU, "configured": CPU})   # this machine: the configured index is CPU
+    assert run_torch(monkeypatch, fake, "--gpu", "no", "--local-cpu", "no", "--cpu-index", "down") == 0
+    assert fake.calls == [["install", "--quiet", "torch==2.13.0"]]
+
+
+def test_install_is_a_no_op_when_the_intended_build_is_there(monkeypatch):
+    fake = FakePip(before=CPU, gives={})
+    assert run_torch(monkeypatch, fake, "--gpu", "no") == 0 and fake.calls == []
+    fake = FakePip(before=CUDA, gives={"configured": CUDA})
+    assert run_torch(monkeypatch, fake, "--gpu", "yes") == 0 and fake.calls == []
+
+
 # ------------------------------------------------------------------------------------------- the Makefile
 def make_n(*args: str) -> str:
     r = subprocess.run(["make", "-n", "-C", str(ROOT), *args], capture_output=True, text=True, timeout=60)
