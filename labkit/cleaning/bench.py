@@ -85,6 +85,122 @@ def run_bench(dump_dir: Path, workers: list[int], out_dir: Path) -> dict:
             "detectors": measure_detectors(dump_dir)}
 
 
+SCALING_RUNS = ("naive", "workers-1", "workers-2")
+
+
+def _measure_child(run: str, crawl: str, out_dir: str) -> dict:
+    """One configuration, in this (fresh) process: seconds, records, peak RSS of this process and its workers."""
+    import resource
+
+    from labkit.cleaning.pipeline import clean_paths  # imports are not what is timed
+    from labkit.corpus.naive import naive_load
+
+    t = time.perf_counter()
+    if run == "naive":
+        stats: dict = {}
+        naive_load(crawl, stats)
+        secs, records, kept = time.perf_counter() - t, stats["records_seen"], stats["kept"]
+    else:
+        rep = clean_paths([crawl], out_dir, workers=int(run.split("-")[1]))
+        secs, records, kept = time.perf_counter() - t, rep["records"], rep["clean"]
+    kib = 1 if sys.platform != "darwin" else 1 / 1024  # ru_maxrss: KiB on Linux, bytes on macOS
+    return {"seconds": secs, "records": records, "kept": kept,
+            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * kib / 1024,
+            "worker_peak_rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * kib / 1024}
+
+
+def _run_child(run: str, crawl: Path, out_dir: Path) -> dict:
+    import subprocess
+
+    shutil.rmtree(out_dir, ignore_errors=True)
+    proc = subprocess.run([sys.executable, "-m", "labkit.cleaning.bench", "--measure", run, str(crawl), str(out_dir)],
+                          capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"bench child {run} failed ({proc.returncode}): {proc.stderr[-2000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def run_scaling(sizes: list[int], seed: int, repeat: int, work: Path, log=print) -> dict:
+    """Generated dumps of `sizes` articles; naive recipe, 1 and 2 workers, each in its own subprocess.
+
+    Configurations alternate within each repeat (rotated order), so load from
+    other processes hits them alike; figures are medians over the repeats.
+    Peak memory is the configuration's own process (`peak_rss_mb`) and its
+    largest worker (`worker_peak_rss_mb`, 0 for in-process runs)."""
+    from statistics import median
+
+    from labkit.cleaning.score import score
+    from labkit.corpus import generate
+    from labkit.corpus.dump import write_dump
+
+    rows: list[dict] = []
+    same: dict[int, bool] = {}
+    for n in sizes:
+        dump = work / f"dump-{n}"
+        log(f"generating a dump of {n} articles (seed {seed}) ...")
+        info = write_dump(generate(n, seed), dump, seed)
+        crawl = dump / "crawl"
+        samples: dict[str, list[dict]] = {r: [] for r in SCALING_RUNS}
+        for rep in range(repeat):
+            order = SCALING_RUNS[rep % 3:] + SCALING_RUNS[:rep % 3]
+            for run in order:
+                m = _run_child(run, crawl, work / f"out-{n}-{run}")
+                samples[run].append(m)
+                log(f"  {n} articles, {run}: {m['records'] / m['seconds']:.0f} records/s")
+        accuracy = {run: score(dump / "labels.jsonl", work / f"out-{n}-{run}")["accuracy"]
+                    for run in SCALING_RUNS if run != "naive"}
+        same[n] = all((work / f"out-{n}-workers-1" / f).read_bytes() == (work / f"out-{n}-workers-2" / f).read_bytes()
+                      for f in ("clean.jsonl", "rejects.jsonl"))
+        for run in SCALING_RUNS:
+            ms = samples[run]
+            secs = median(m["seconds"] for m in ms)
+            rows.append({"articles": n, "records": ms[0]["records"], "bytes": info.n_bytes, "run": run,
+                         "seconds": secs, "records_per_s": ms[0]["records"] / secs,
+                         "mb_per_s": info.n_bytes / 1e6 / secs,
+                         "records_per_s_each": [m["records"] / m["seconds"] for m in ms],
+                         "peak_rss_mb": max(m["peak_rss_mb"] for m in ms),
+                         "worker_peak_rss_mb": max(m["worker_peak_rss_mb"] for m in ms),
+                         "kept": ms[0]["kept"], "accuracy": accuracy.get(run)})
+        for run in SCALING_RUNS:
+            shutil.rmtree(work / f"out-{n}-{run}", ignore_errors=True)
+        shutil.rmtree(dump, ignore_errors=True)
+    return {"sizes": sizes, "seed": seed, "repeat": repeat, "runs": rows,
+            "identical_outputs": same, "targets": scaling_targets(rows)}
+
+
+def scaling_targets(rows: list[dict]) -> dict:
+    """The issue's targets, as ratios measured within one run."""
+    rps = {(r["articles"], r["run"]): r["records_per_s"] for r in rows}
+    sizes = sorted({r["articles"] for r in rows})
+    small, big = sizes[0], sizes[-1]
+    out = {
+        "linear_1_worker": rps[(big, "workers-1")] / rps[(small, "workers-1")],
+        "linear_2_workers": rps[(big, "workers-2")] / rps[(small, "workers-2")],
+    }
+    for n in sizes:
+        out[f"vs_naive_{n}"] = rps[(n, "workers-1")] / rps[(n, "naive")]
+        out[f"speedup_2_workers_{n}"] = rps[(n, "workers-2")] / rps[(n, "workers-1")]
+    goals = {k: 0.8 if k.startswith("linear") else 1.0 if k.startswith("vs_naive") else 1.6 for k in out}
+    met = {k: round(v, 3) >= goals[k] for k, v in out.items()}
+    return {"ratios": {k: round(v, 3) for k, v in out.items()}, "met": met, "goals": goals}
+
+
+def scaling_markdown(result: dict) -> str:
+    lines = ["| articles | records | MB | run | records/s | MB/s | peak RSS MB (process / largest worker) | accuracy |",
+             "|---:|---:|---:|---|---:|---:|---:|---:|"]
+    for r in result["runs"]:
+        acc = "-" if r["accuracy"] is None else f"{r['accuracy']:.4f}"
+        wk = f" / {r['worker_peak_rss_mb']:.0f}" if r["run"] == "workers-2" else ""
+        lines.append(f"| {r['articles']:,} | {r['records']:,} | {r['bytes'] / 1e6:.1f} | {r['run']} | "
+                     f"{r['records_per_s']:,.0f} | {r['mb_per_s']:.2f} | {r['peak_rss_mb']:.0f}{wk} | {acc} |")
+    t = result["targets"]
+    lines.append("")
+    lines += [f"- {k}: {v} ({'met' if t['met'][k] else 'NOT met'}; goal >= {t['goals'][k]})"
+              for k, v in t["ratios"].items()]
+    lines.append(f"- outputs identical, 1 vs 2 workers: {result['identical_outputs']}")
+    return "\n".join(lines) + "\n"
+
+
 def _print(result: dict) -> None:
     print(f"dump: {result['bytes'] / 1e6:.1f} MB")
     print(f"{'run':<22}{'records':>9}{'seconds':>9}{'records/s':>11}{'MB/s':>8}{'kept':>8}{'accuracy':>10}")
@@ -99,7 +215,27 @@ def _print(result: dict) -> None:
               f"({d['no_answer']} no answer, {d['wrong']} wrong), {d['ms_per_file']:.1f} ms/file")
 
 
+def run_scaling_cli(args: argparse.Namespace) -> int:
+    sizes = sorted(set(args.sizes))
+    if len(sizes) < 2:
+        raise UsageError(f"--sizes needs two or more sizes to compare, got {args.sizes}")
+    tmp = Path(tempfile.mkdtemp(prefix="labkit-bench-scaling-"))
+    try:
+        result = run_scaling(sizes, args.seed, args.repeat, tmp, log=lambda m: print(m, file=sys.stderr, flush=True))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    table = scaling_markdown(result)
+    print(table, end="")
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=2), encoding="utf-8")
+    if args.markdown:
+        Path(args.markdown).write_text(table, encoding="utf-8")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
+    if getattr(args, "scaling", False):
+        return run_scaling_cli(args)
     workers = sorted(set(args.workers))  # ints >= 1 (parsed by int_list)
     tmp = Path(tempfile.mkdtemp(prefix="labkit-bench-clean-"))
     try:
@@ -128,4 +264,19 @@ def register(subparsers) -> None:
     p.add_argument("--dump", type=existing_dir, default=None, help="use an existing dump (DIR with crawl/ and labels.jsonl)")
     p.add_argument("--workers", type=int_list, default=[1, 2], help="worker counts to time, comma-separated (default 1,2)")
     p.add_argument("--json", type=writable_file, default=None, help="also write the figures to this JSON file")
+    p.add_argument("--scaling", action="store_true",
+                   help="scaling run instead: generated dumps of --sizes articles, naive recipe and 1/2 workers "
+                        "each in its own process (records/s, MB/s, peak memory, the issue's targets)")
+    p.add_argument("--sizes", type=int_list, default=[5_000, 100_000],
+                   help="with --scaling: article counts of the generated dumps, comma-separated (default 5000,100000)")
+    p.add_argument("--repeat", type=positive_int, default=1,
+                   help="with --scaling: rounds per size, configurations alternating; medians reported (default 1)")
+    p.add_argument("--markdown", type=writable_file, default=None,
+                   help="with --scaling: also write the table to this markdown file")
     p.set_defaults(func=run)
+
+
+if __name__ == "__main__":  # `python -m labkit.cleaning.bench --measure RUN CRAWL OUT`: one scaling configuration
+    if sys.argv[1:2] != ["--measure"] or len(sys.argv) != 5 or sys.argv[2] not in SCALING_RUNS:
+        sys.exit("usage: python -m labkit.cleaning.bench --measure {naive,workers-1,workers-2} CRAWL OUT")
+    print(json.dumps(_measure_child(sys.argv[2], sys.argv[3], sys.argv[4])))
