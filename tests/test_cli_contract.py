@@ -30,7 +30,7 @@ EXPECTED = {
     (): {"bench", "clean", "corpus", "course", "doctor", "export", "serve", "train"},
     ("bench",): {"clean", "serve", "train"},
     ("corpus",): {"make"},
-    ("course",): {"list", "run"},
+    ("course",): {"list", "run", "workshop"},
     ("doctor",): {"env", "log", "script"},
     ("serve",): {"api", "baseline", "triton"},
 }
@@ -70,7 +70,7 @@ def test_the_full_command_set_is_present():
     assert with_subcommands == EXPECTED
     leaves = sorted(" ".join(p) for p, parser in tree.items() if p and not _subcommands(parser))
     assert leaves == ["bench clean", "bench serve", "bench train", "clean", "corpus make", "course list", "course run",
-                      "doctor env", "doctor log", "doctor script", "export", "serve api", "serve baseline",
+                      "course workshop", "doctor env", "doctor log", "doctor script", "export", "serve api", "serve baseline",
                       "serve triton", "train"]
 
 
