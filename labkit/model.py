@@ -52,3 +52,27 @@ def check_vocab(model, tokenizer) -> None:
             f"tokenizer has {len(tokenizer)} tokens but the model's embedding has {n_model}: "
             f"build the model with vocab_size=len(tokenizer) (or load the tokenizer saved with this model)"
         )
+
+
+def generate_ids(model, tokenizer, sources, max_new_tokens: int, max_source_len: int = 512, batch_size: int = 32,
+                 num_beams: int = 1) -> list:
+    """`model.generate` (greedy by default: `num_beams=1`, no sampling) over `sources` in batches of `batch_size`.
+
+    Returns one tensor of token ids per batch (decoder start token first).  Sources are
+    truncated to `max_source_len` tokens and moved to the model's device; the model runs in
+    eval mode and is put back in the mode it was in.  The one PyTorch generation loop of
+    labkit: the recipes decode it, the parity check compares its ids, notebook 08 times it.
+    """
+    import torch
+
+    was = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    out = []
+    with torch.no_grad():
+        for i in range(0, len(sources), batch_size):
+            enc = tokenizer(list(sources[i : i + batch_size]), return_tensors="pt", padding=True, truncation=True,
+                            max_length=max_source_len, return_token_type_ids=False).to(device)
+            out.append(model.generate(**enc, max_new_tokens=max_new_tokens, num_beams=num_beams, do_sample=False))
+    model.train(was)
+    return out

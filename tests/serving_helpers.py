@@ -16,7 +16,7 @@ def build_tiny(out_dir: Path, seed: int = 0) -> Path:
     from labkit.model import build_model
     from labkit.serving.export import save_model
     from labkit.text.tokenizer import train_tokenizer
-    from labkit.training.recipes import tokenizer_texts
+    from labkit.text.tasks import tokenizer_texts
 
     arts = generate(120, seed=seed)
     tok = train_tokenizer(tokenizer_texts(arts), vocab_size=3000)

@@ -16,7 +16,7 @@ def articles(n: int = 48, seed: int = 0):
 @functools.lru_cache(maxsize=None)
 def tokenizer():
     from labkit.text.tokenizer import train_tokenizer
-    from labkit.training.recipes import tokenizer_texts
+    from labkit.text.tasks import tokenizer_texts
 
     return train_tokenizer(tokenizer_texts(articles()), min_frequency=1)
 

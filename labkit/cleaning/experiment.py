@@ -27,7 +27,8 @@ def dirty_vs_clean(dirty: Sequence[dict], clean: Sequence[dict], eval_records: S
     `tasks` defaults to title generation: a crawl has titles and bodies, not summaries or keywords.
     `train_overrides` (e.g. `lr=5e-3`) apply to both arms alike."""
     from labkit.text.tokenizer import train_tokenizer
-    from labkit.training.recipes import tokenizer_texts, train_generator
+    from labkit.text.tasks import tokenizer_texts
+    from labkit.training.recipes import train_generator
 
     tokenizer = train_tokenizer(tokenizer_texts(list(dirty) + list(clean)))
     return {name: train_generator(records, eval_records, cfg, tasks=tasks, steps=steps, tokenizer=tokenizer,

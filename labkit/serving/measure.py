@@ -40,15 +40,12 @@ def isolation_steps(model, tokenizer, fp32_gen, int8_gen, sources: Sequence[str]
     then all of them in one call -- outputs end at their own eos, so comparing steps over
     different inputs would compare different amounts of work.  `repeats` single calls are timed
     per step (whole passes over the batch, at least one) and `max(3, repeats // 4)` batched calls."""
-    import torch
+    from labkit.model import generate_ids
 
     srcs = list(sources)[:batch]
 
     def torch_gen(batch_srcs):
-        enc = tokenizer(batch_srcs, return_tensors="pt", padding=True, truncation=True,
-                        max_length=fp32_gen.max_source_len, return_token_type_ids=False)
-        with torch.no_grad():
-            return model.generate(**enc, max_new_tokens=max_new_tokens, num_beams=1, do_sample=False)
+        return generate_ids(model, tokenizer, batch_srcs, max_new_tokens, fp32_gen.max_source_len, len(batch_srcs))
 
     passes = max(1, -(-repeats // len(srcs)))
     rows = []

@@ -31,18 +31,14 @@ class Parity:
 def torch_greedy_ids(model, tokenizer, sources: Sequence[str], max_new_tokens: int, max_source_len: int,
                      batch_size: int = 32) -> list[list[int]]:
     """PyTorch `generate` (greedy) token ids per source, cut after eos, start token dropped."""
-    import torch
+    from labkit.model import generate_ids
 
-    model.eval()
+    model.eval()  # and it stays in eval mode: check_parity compares logits next
     eos = model.config.eos_token_id
     out: list[list[int]] = []
-    with torch.no_grad():
-        for i in range(0, len(sources), batch_size):
-            enc = tokenizer(list(sources[i : i + batch_size]), return_tensors="pt", padding=True,
-                            truncation=True, max_length=max_source_len, return_token_type_ids=False)
-            ids = model.generate(**enc, max_new_tokens=max_new_tokens, num_beams=1, do_sample=False)
-            for row in ids[:, 1:].tolist():
-                out.append(row[: row.index(eos) + 1] if eos in row else row)
+    for ids in generate_ids(model, tokenizer, sources, max_new_tokens, max_source_len, batch_size):
+        for row in ids[:, 1:].tolist():
+            out.append(row[: row.index(eos) + 1] if eos in row else row)
     return out
 
 
@@ -78,14 +74,11 @@ def check_parity(model, tokenizer, gen, sources: Sequence[str], max_new_tokens: 
 
 def score(preds: Sequence[str], examples: Sequence) -> dict[str, float]:
     """ROUGE-L over title/summary examples, keyword F1 over keyword examples (labkit.text.metrics)."""
-    from labkit.text.metrics import keyword_f1, rouge_l, split_keywords
+    from labkit.text.metrics import task_metric, task_score
 
     rouge, kw = [], []
     for p, e in zip(preds, examples):
-        if e.task == "keywords":
-            kw.append(keyword_f1(p, split_keywords(e.target)))
-        else:
-            rouge.append(rouge_l(p, e.target))
+        (kw if task_metric(e.task) == "keyword_f1" else rouge).append(task_score(e.task, p, e.target))
     mean = lambda xs: float(np.mean(xs)) if xs else float("nan")  # noqa: E731
     return {"rouge_l": mean(rouge), "keyword_f1": mean(kw)}
 

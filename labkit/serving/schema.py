@@ -5,9 +5,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-TASKS = ("title", "summary", "keywords")
+from labkit.text.tasks import PREFIX, TASKS  # the task names: one source, the training's
+
 GENERATE_PATH = "/v1/generate"
-Task = Literal["title", "summary", "keywords"]
+Task = Literal[TASKS]
 MAX_TEXT_CHARS = 2000      # default request limit; long inputs are truncated to max_source_len tokens anyway
 MAX_BODY_BYTES = 64 * 1024
 # tokens generated per task: a title is short, a summary longer (greedy stops at eos earlier)
@@ -58,8 +59,6 @@ def request_model(max_text_chars: int = MAX_TEXT_CHARS) -> type[GenerateRequest]
 
 def model_input(task: str, text: str) -> str:
     """The model's input string for (task, text): the same formatting the training used."""
-    from labkit.text.tasks import PREFIX
-
     if task not in PREFIX:
         raise ValueError(f"unknown task {task!r}: choose one of {TASKS}")
     return PREFIX[task] + text

@@ -75,3 +75,13 @@ def duplicate_rate(outputs: Iterable[str]) -> float:
     """
     outs = [_IGNORE.sub("", o or "") for o in outputs]
     return 1.0 - len(set(outs)) / len(outs) if outs else 0.0
+
+
+def task_metric(task: str) -> str:
+    """The metric a task is scored with: "keyword_f1" for keywords, "rouge_l" for title and summary."""
+    return "keyword_f1" if task == "keywords" else "rouge_l"
+
+
+def task_score(task: str, pred: str, target: str) -> float:
+    """Score one output against its reference with `task_metric(task)`."""
+    return keyword_f1(pred, split_keywords(target)) if task == "keywords" else rouge_l(pred, target)

@@ -26,18 +26,33 @@ class Example:
     target: str
 
 
-def _get(rec: Any, key: str, default=None):
+def record_field(rec: Any, key: str, default=None):
+    """`rec[key]` for a dict, `rec.key` for an `Article` (or any object); `default` when absent."""
     if isinstance(rec, dict):
         return rec.get(key, default)
     return getattr(rec, key, default)
 
 
+def tokenizer_texts(records: Iterable[Any]) -> list[str]:
+    """Every text field of the records (what the tokenizer must cover)."""
+    out = []
+    for r in records:
+        for key in ("title", "body", "summary"):
+            v = record_field(r, key)
+            if v:
+                out.append(str(v))
+        kws = record_field(r, "keywords")
+        if kws:
+            out.append(KEYWORD_SEP.join(kws) if not isinstance(kws, str) else kws)
+    return out
+
+
 def _target(rec: Any, task: str) -> str | None:
     if task == "title":
-        return _get(rec, "title")
+        return record_field(rec, "title")
     if task == "summary":
-        return _get(rec, "summary")
-    kws = _get(rec, "keywords")
+        return record_field(rec, "summary")
+    kws = record_field(rec, "keywords")
     if not kws:
         return None
     return kws if isinstance(kws, str) else KEYWORD_SEP.join(kws)
@@ -54,8 +69,8 @@ def make_examples(records: Iterable[Any], tasks: Sequence[str] = TASKS) -> list[
         raise ValueError(f"unknown task(s) {bad}: choose from {TASKS}")
     out: list[Example] = []
     for i, rec in enumerate(records):
-        rid = str(_get(rec, "id", None) or i)
-        body = _get(rec, "body")
+        rid = str(record_field(rec, "id", None) or i)
+        body = record_field(rec, "body")
         if not body or not str(body).strip():
             raise ValueError(f"record {rid!r} (#{i}) has no body: clean the data first (labkit clean) or drop it explicitly")
         for task in tasks:

@@ -5,10 +5,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-import torch
-
-from labkit.text.metrics import duplicate_rate, keyword_f1, repetition_rate, rouge_l, split_keywords
-from labkit.text.tasks import TASKS, Example, Seq2SeqCollator, make_examples
+from labkit.text.metrics import duplicate_rate, repetition_rate, task_metric, task_score
+from labkit.text.tasks import TASKS, Example, Seq2SeqCollator, make_examples, tokenizer_texts
 
 
 @dataclass
@@ -27,37 +25,14 @@ class Trained:
         return path
 
 
-def tokenizer_texts(records: Sequence[Any]) -> list[str]:
-    """Every text field of the records (what the tokenizer must cover)."""
-    from labkit.text.tasks import _get
-
-    out = []
-    for r in records:
-        for key in ("title", "body", "summary"):
-            v = _get(r, key)
-            if v:
-                out.append(str(v))
-        kws = _get(r, "keywords")
-        if kws:
-            out.append("，".join(kws) if not isinstance(kws, str) else kws)
-    return out
-
-
-@torch.no_grad()
 def generate(model, tokenizer, sources: list[str], max_new_tokens: int = 48, batch_size: int = 32,
              max_source_len: int = 512, num_beams: int = 1) -> list[str]:
     """Greedy (or beam) generation for a list of source strings (task prefix included)."""
-    was = model.training
-    model.eval()
-    device = next(model.parameters()).device
+    from labkit.model import generate_ids
+
     outs: list[str] = []
-    for i in range(0, len(sources), batch_size):
-        enc = tokenizer(list(sources[i : i + batch_size]), return_tensors="pt", padding=True,
-                        truncation=True, max_length=max_source_len,
-                        return_token_type_ids=False).to(device)
-        ids = model.generate(**enc, max_new_tokens=max_new_tokens, num_beams=num_beams, do_sample=False)
+    for ids in generate_ids(model, tokenizer, sources, max_new_tokens, max_source_len, batch_size, num_beams):
         outs.extend(s.strip() for s in tokenizer.batch_decode(ids, skip_special_tokens=True))
-    model.train(was)
     return outs
 
 
@@ -70,8 +45,7 @@ def evaluate_generation(model, tokenizer, examples: Sequence[Example], max_new_t
     preds = generate(model, tokenizer, [e.source for e in examples], max_new_tokens, max_source_len=max_source_len)
     per: dict[str, list[float]] = {}
     for e, p in zip(examples, preds):
-        score = keyword_f1(p, split_keywords(e.target)) if e.task == "keywords" else rouge_l(p, e.target)
-        per.setdefault(e.task, []).append(score)
+        per.setdefault(e.task, []).append(task_score(e.task, p, e.target))
     mean = lambda xs: float(sum(xs) / len(xs)) if xs else float("nan")  # noqa: E731
     rouge = per.get("title", []) + per.get("summary", [])
     out = {"rouge_l": mean(rouge), "keyword_f1": mean(per.get("keywords", [])),
@@ -81,7 +55,7 @@ def evaluate_generation(model, tokenizer, examples: Sequence[Example], max_new_t
         by_task.setdefault(e.task, []).append(p)
     out["duplicates"] = mean([duplicate_rate(ps) for ps in by_task.values()])
     for task, xs in per.items():
-        out[f"{task}/{'keyword_f1' if task == 'keywords' else 'rouge_l'}"] = mean(xs)
+        out[f"{task}/{task_metric(task)}"] = mean(xs)
     return out
 
 
