@@ -12,7 +12,8 @@ import pytest
 from bs4 import BeautifulSoup
 
 from labkit.corpus import generate
-from labkit.corpus.dump import DEFAULT_RATES, FIX_CODES, REASON_CODES, load_labels, write_dump
+from labkit.codes import FIXES, REASONS
+from labkit.corpus.dump import DEFAULT_RATES, load_labels, write_dump
 
 
 @pytest.fixture(scope="module")
@@ -79,8 +80,8 @@ def test_ids_unique_and_every_file_labelled(dump):
     assert files == {lab["file"] for lab in labels}
     assert not (info.crawl_dir / "labels.jsonl").exists()
     for lab in labels:
-        assert lab["expected"] == "clean" or lab["expected"] in REASON_CODES
-        assert set(lab["expected_fixes"]) <= set(FIX_CODES)
+        assert lab["expected"] == "clean" or lab["expected"] in REASONS
+        assert set(lab["expected_fixes"]) <= set(FIXES)
         if ":" in lab["id"]:
             assert lab["id"].startswith(lab["file"] + ":")
 

@@ -13,10 +13,8 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from pathlib import Path
 
+from labkit.codes import DEFECT_FIXES
 from labkit.jsonl import read_jsonl
-
-# defect kind -> the fix code that reports it, for defects whose label lists no fix
-DEFECT_FIXES = {"meta_charset_lie": "charset_mismatch"}
 
 
 def load_outcomes(out_dir) -> dict[str, dict]:

@@ -1,6 +1,6 @@
 """One raw record -> a clean record or a reject with a reason code (no I/O, no state).
 
-Reason codes, in the order they are checked (the first that applies wins):
+Reason codes (`labkit.codes.REASONS`), in the order they are checked (the first that applies wins):
 `unreadable`, `empty`, `not_text`, `encoding_undecodable`, `malformed_record`,
 `misaligned_fields` (set by the readers), `mojibake`, `title_missing`,
 `title_too_short`, `title_too_long`, `body_too_short`, `body_too_long` (only
@@ -18,12 +18,6 @@ from labkit.cleaning.readers import RawRecord
 from labkit.cleaning.repair import (drop_furniture, has_damage, normalize_body, normalize_title,
                                     repair_mojibake, strip_controls)
 
-REASONS = ("unreadable", "empty", "not_text", "encoding_undecodable", "malformed_record",
-           "misaligned_fields", "mojibake", "title_missing", "title_too_short", "title_too_long",
-           "body_too_short", "body_too_long", "duplicate", "processing_error")
-FIXES = ("decoded:gb18030", "decoded:big5", "decoded:utf-16", "decoded:utf-32", "bom_stripped",
-         "charset_mismatch", "html_extracted", "script_removed", "boilerplate_removed", "mojibake_repaired",
-         "control_chars_removed", "whitespace_normalized", "fields_swapped")
 _SCRIPTY = {"script", "style", "noscript", "template"}
 _ROWS = ("jsonl", "csv", "tsv")
 
@@ -37,9 +31,6 @@ class Limits:
 
     def title_ok(self, t: str | None) -> bool:
         return t is not None and self.min_title <= len(t) <= self.max_title
-
-    def body_ok(self, b: str | None) -> bool:
-        return b is not None and len(b) >= self.min_body and (self.max_body is None or len(b) <= self.max_body)
 
 
 @dataclass

@@ -12,8 +12,8 @@ Layout of `write_dump(articles, out_dir, seed)`::
 A label line: ``{"id", "file", "article_id", "defects", "expected", "expected_fixes"}``.
 `id` follows the cleaning pipeline's id rules (the row's `id` when present, else
 the path relative to crawl/, plus `:<line or data-row number from 1>` for rows).
-`expected` is "clean" or a reason code from `REASON_CODES`; for clean records
-`expected_fixes` lists the fixes a correct pipeline must report (it may report
+`expected` is "clean" or a reason code from `labkit.codes.REASONS`; for clean records
+`expected_fixes` lists the fixes (`labkit.codes.FIXES`) a correct pipeline must report (it may report
 more, e.g. whitespace_normalized after HTML extraction); for rejects it is [].
 
 HTML pages carry the title in <title> and <h1> and the article text in
@@ -44,26 +44,6 @@ from pathlib import Path
 from labkit.corpus.generator import Article
 from labkit.corpus.layout import Rec, build_records, write_files
 from labkit.jsonl import read_jsonl, write_jsonl
-
-# Fix codes a pipeline reports per kept record (free-form in the contract; these are the shared names).
-FIX_CODES: dict[str, str] = {
-    "decoded:gb18030": "bytes were GB2312/GBK/GB18030 (GB18030 is the superset, so this family reports one name)",
-    "decoded:big5": "bytes were Big5 (traditional characters)",
-    "decoded:utf-16": "bytes were UTF-16 with a BOM",
-    "bom_stripped": "a UTF-8 byte-order mark was removed",
-    "mojibake_repaired": "UTF-8 text mis-decoded as latin-1/cp1252 was repaired (ftfy)",
-    "html_extracted": "title/body were extracted from an HTML page with a parser (drops script/style/nav/footer)",
-    "script_removed": "<script>/<style> markup found inside a text field was removed",
-    "boilerplate_removed": "page-furniture lines (责任编辑, 版权所有, 点击查看更多...) were removed",
-    "whitespace_normalized": "indentation, full-width spaces, tabs and blank lines were normalised",
-    "control_chars_removed": "C0 control characters / DEL were removed",
-    "fields_swapped": "a CSV row with title and body swapped was repaired",
-}
-
-REASON_CODES: tuple[str, ...] = (
-    "encoding_undecodable", "mojibake", "not_text", "malformed_record", "misaligned_fields",
-    "title_missing", "title_too_short", "title_too_long", "body_too_short", "duplicate",
-)
 
 # Probabilities per record (or per file / per container row where noted).
 DEFAULT_RATES: dict[str, float] = {

@@ -301,5 +301,3 @@ FRAMES: tuple[Frame, ...] = (
         "{city}举行义务植树，{people}名志愿者栽种{tree}等苗木{trees}万株，森林覆盖率提高。"],
        ["city", "tree", "=植树"]),
 )
-
-CATEGORIES: tuple[str, ...] = tuple(dict.fromkeys(f.category for f in FRAMES))

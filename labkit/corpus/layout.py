@@ -12,18 +12,13 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from labkit.codes import DEFECT_REASONS, ENCODING_FIXES
 from labkit.corpus import dirt
 from labkit.corpus.generator import Article
 from labkit.corpus.pages import csv_text, html_page, jsonl_text, txt_file
 
 ORDER = ("csv", "html", "jsonl", "txt")   # sorted directory names = processing order
 TEXT_CONTAINERS = ("csv", "jsonl", "txt")
-REJECTS = {"title_missing": "title_missing", "title_too_short": "title_too_short",
-           "title_too_long": "title_too_long", "body_too_short": "body_too_short",
-           "replacement_chars": "mojibake", "csv_misaligned": "misaligned_fields",
-           "json_truncated": "malformed_record"}
-ENC_FIX = {"gbk": "decoded:gb18030", "gb18030": "decoded:gb18030", "big5": "decoded:big5",
-           "utf-16": "decoded:utf-16", "utf-8-sig": "bom_stripped"}
 ROWS_PER_FILE = {"jsonl": 50, "csv": 40}
 
 
@@ -47,9 +42,22 @@ class Rec:
     def order_key(self) -> tuple[str, int]:
         return (self.file, self.row)
 
+    @staticmethod
+    def export_id(rel: str, row: int) -> str:
+        """The id column an export carries for its `row`-th record, e.g. `part-0001-007`."""
+        return f"{rel.split('/')[-1].split('.')[0]}-{row:03d}"
+
+    def place(self, file: str, row: int = 0, id_field: str | None = None) -> None:
+        """Put the record at `file` (row `row` of an export, from 1; 0 for a whole file) and set its id.
+
+        The id rule of the cleaning readers (the labels must match it): the record's own id
+        field when it has one, else the path relative to crawl/, plus `:<row>` for export rows."""
+        self.file, self.row = file, row
+        self.id = id_field or (f"{file}:{row}" if row else file)
+
     def reject(self, kind: str) -> None:
         self.defects.append(kind)
-        self.expected = REJECTS[kind]
+        self.expected = DEFECT_REASONS[kind]
 
     def label(self) -> dict:
         return {"id": self.id, "file": self.file, "article_id": self.article.id,
@@ -187,7 +195,7 @@ def _apply_encoding(recs: list[Rec], enc: str) -> None:
     for r in recs:
         if enc != "utf-8":
             r.defects.append(f"encoding:{enc}")
-            r.fixes.add(ENC_FIX[enc])
+            r.fixes.add(ENCODING_FIXES[enc])
 
 
 def write_files(recs: list[Rec], crawl: Path, rates: dict, rng: random.Random,
@@ -200,7 +208,7 @@ def write_files(recs: list[Rec], crawl: Path, rates: dict, rng: random.Random,
     for i, r in enumerate(by["html"] + by["txt"]):
         c = r.container
         idx = i + 1 if c == "html" else i + 1 - len(by["html"])
-        r.file = r.id = f"{c}/{idx:06d}.{c}"
+        r.place(f"{c}/{idx:06d}.{c}")
         enc = _pick_encoding(rng, rates, single=True)
         if enc == "big5" and (r.protected or r.is_dup):
             enc = "gb18030"   # traditional text would no longer match its duplicate
@@ -230,7 +238,7 @@ def write_files(recs: list[Rec], crawl: Path, rates: dict, rng: random.Random,
     for k in range(n_bin):
         a = rng.choice(recs).article
         r = Rec(a, "bin", defects=["binary_file"], expected="not_text")
-        r.file = r.id = f"txt/scan-{k + 1:04d}.txt"
+        r.place(f"txt/scan-{k + 1:04d}.txt")
         page = html_page(a.title, a.body, rng, "utf-8", [])
         recs.append(r)
         n_files, n_bytes = n_files + 1, n_bytes + _write(crawl / r.file, gzip.compress(page.encode(), mtime=0))

@@ -90,7 +90,3 @@ CRIMES = "电信诈骗 非法集资 网络赌博 走私 制售假药 侵犯公�
 CASES = "合同纠纷 知识产权侵权 环境污染 劳动争议 商标侵权 网络侵权".split()
 
 TREES = "樟树 银杏 柳树 国槐 水杉 杨树 桂花树".split()
-
-REPORTERS = SURNAMES  # reporters get a short two-character byline built from these
-
-MONTHS = tuple(range(1, 13))

@@ -73,12 +73,12 @@ def _row_meta(r: Rec, row_no: int) -> tuple[str, str]:
 
 
 def jsonl_text(chunk: list[Rec], rel: str, has_id: bool, rng: random.Random) -> str:
-    """A JSONL export of `chunk`; sets each record's file, row and id (truncating malformed ones)."""
+    """A JSONL export of `chunk`; places each record (`Rec.place`: file, row, id), truncating malformed ones."""
     lines = []
     for line_no, r in enumerate(chunk, start=1):
         url, pub = _row_meta(r, line_no)
         obj: dict = {}
-        crawl_id = f"{rel.split('/')[-1].split('.')[0]}-{line_no:03d}"
+        crawl_id = r.export_id(rel, line_no)
         if has_id:
             obj["id"] = crawl_id
         if r.variant != "absent":
@@ -87,20 +87,19 @@ def jsonl_text(chunk: list[Rec], rel: str, has_id: bool, rng: random.Random) -> 
         line = json.dumps(obj, ensure_ascii=False)
         if r.expected == "malformed_record":
             line = line[: rng.randint(10, len(line) - 10)]
-        r.file, r.row = rel, line_no
-        r.id = crawl_id if has_id and r.expected != "malformed_record" else f"{rel}:{line_no}"
+        r.place(rel, line_no, crawl_id if has_id and r.expected != "malformed_record" else None)
         lines.append(line)
     return "\n".join(lines) + "\n"
 
 
 def csv_text(chunk: list[Rec], rel: str, has_id: bool) -> str:
-    """A CSV export of `chunk` (swapped / misaligned rows as drawn); sets file, row and id."""
+    """A CSV export of `chunk` (swapped / misaligned rows as drawn); places each record (`Rec.place`)."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow((["id"] if has_id else []) + ["title", "body", "url", "pub_time"])
     for row_no, r in enumerate(chunk, start=1):
         url, pub = _row_meta(r, row_no)
-        crawl_id = f"{rel.split('/')[-1].split('.')[0]}-{row_no:03d}"
+        crawl_id = r.export_id(rel, row_no)
         title, body = ("" if r.title is None else r.title), r.body
         if r.variant == "swapped":
             title, body = body, title
@@ -110,6 +109,5 @@ def csv_text(chunk: list[Rec], rel: str, has_id: bool) -> str:
         elif r.variant == "missing":
             values.pop(0)
         w.writerow(([crawl_id] if has_id else []) + values)
-        r.file, r.row = rel, row_no
-        r.id = crawl_id if has_id else f"{rel}:{row_no}"
+        r.place(rel, row_no, crawl_id if has_id else None)
     return buf.getvalue()

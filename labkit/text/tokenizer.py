@@ -32,8 +32,8 @@ _FULLWIDTH_ALNUM = [chr(c) for r in ((0xFF10, 0xFF19), (0xFF21, 0xFF3A), (0xFF41
 _FULLWIDTH_FOLD = [normalizers.Replace(c, chr(ord(c) - 0xFEE0)) for c in _FULLWIDTH_ALNUM]
 
 
-def _backend(vocab: dict[str, int] | None = None) -> Tokenizer:
-    tok = Tokenizer(models.WordLevel(vocab=vocab or {}, unk_token=UNK) if vocab else models.WordLevel(unk_token=UNK))
+def _backend() -> Tokenizer:
+    tok = Tokenizer(models.WordLevel(unk_token=UNK))
     tok.normalizer = normalizers.Sequence(
         [normalizers.NFC(), *_FULLWIDTH_FOLD, normalizers.Replace(Regex(r"\s+"), SPACE), normalizers.Strip()]
     )
