@@ -196,7 +196,7 @@ def test_help_documents_every_option(capsys):
     with pytest.raises(SystemExit):
         main(["doctor", "log", "--help"])
     out = capsys.readouterr().out
-    for words in ("PATH", "trainer_state.json", "checkpoint-*", "TensorBoard", "--format", "json", "Exit status"):
+    for words in ("PATH", "trainer_state.json", "checkpoint-*", "TensorBoard", "--format", "json", "Exit 0", "Thresholds", "3x the median"):
         assert words in out
 
 
@@ -226,6 +226,23 @@ def test_real_tensorboard_folder_with_hf_tags(tmp_path, capsys):
     found = json.loads(out)
     assert rc == 1 and codes(found) == {"loss_spike": 200}
     assert found[0]["path"] == str(tmp_path / "broken" / "runs" / "Jan01_host")
+
+
+def test_labkit_nonfinite_events_between_logged_steps(tmp_path, capsys):
+    """labkit logs `nonfinite/events` at every non-finite step, even when log_every skips its loss."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    loss, grad = noisy_run(4, steps=100)
+    w = SummaryWriter(str(tmp_path))
+    for t in range(5, 101, 5):  # log_every=5
+        w.add_scalar("train/loss", loss[t - 1], t)
+        w.add_scalar("train/lr", lr_at(t - 1, 100, warmup=20), t)
+        w.add_scalar("grad_norm/total", grad[t - 1], t)
+    w.add_scalar("nonfinite/events", 1, 37)
+    w.close()
+    rc, out, _ = doctor(capsys, tmp_path, "--format", "json")
+    found = json.loads(out)
+    assert rc == 1 and codes(found) == {"non_finite_loss": 37} and "nonfinite/events" in found[0]["message"]
 
 
 def test_real_labkit_run_too_high_lr_no_clipping(tmp_path, capsys):

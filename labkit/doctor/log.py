@@ -200,9 +200,12 @@ def _cmd_log(args) -> int:
 def register(dsub) -> None:
     p = dsub.add_parser(
         "log", help="find loss spikes, exploding gradients, NaN, missing warmup in a run's logs",
-        description=__doc__.split("\n\n")[0].split(": ", 1)[1],
-        epilog=f"It looks for {LOOKED_FOR}.\nExit status: 0 nothing found, 1 findings, 2 the path cannot be read "
-               f"or has no training scalars.",
+        description=__doc__.split("\n", 1)[1].strip().replace("`", ""),
+        epilog=(f"Thresholds: a loss spike is > {SPIKE_FACTOR:g}x the median of the previous {WINDOW} logged losses; "
+                f"a grad-norm explosion > {EXPLOSION_FACTOR:g}x the median of the previous {WINDOW} grad norms "
+                f"(after {GRAD_MIN_HISTORY}) or NaN/inf; no warmup: first lr >= {NO_WARMUP_FRACTION:g}x the peak; "
+                f"not decreasing: mean of the last {TREND_EDGE:.0%} of losses > {NOT_DECREASING_RATIO:g}x the mean "
+                f"of the first {TREND_EDGE:.0%}.\nA folder is searched for {LOOKED_FOR}."),
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("path", metavar="PATH",
                    help="a trainer_state.json, an HF checkpoint or output dir (the latest checkpoint-* is read), "

@@ -34,8 +34,8 @@ LAYER_PREFIX = "grad_norm_layer/"    # labkit: one series per layer (labkit.trai
 NONFINITE_TAG = "nonfinite/events"   # labkit: running count of non-finite steps (catches unlogged steps)
 
 LOOKED_FOR = ("trainer_state.json (log_history rows with a loss), checkpoint-*/trainer_state.json, "
-              "ranks/rank0.json with a history (labkit train), or TensorBoard event files with "
-              f"{'/'.join(LOSS_TAGS[:1] + GRAD_TAGS)} scalars")
+              "ranks/rank0.json with a history (labkit train), or TensorBoard event files with a loss or "
+              "grad-norm scalar (train/loss, train/grad_norm, grad_norm/total)")
 
 
 class LogReadError(Exception):
