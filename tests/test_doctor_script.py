@@ -14,6 +14,12 @@ from labkit.cli import main
 from labkit.doctor.script import CHECKS, FIXES, check_file, check_source
 
 FIXTURES = Path(__file__).parent / "fixtures" / "scripts"
+# the story's own script and its fix ship with the course (notebook 05 checks them)
+STORY = Path(__file__).parent.parent / "data_samples" / "scripts"
+
+
+def _path(name: str) -> Path:
+    return STORY / name if (STORY / name).exists() else FIXTURES / name
 
 # fixture -> the exact set of codes it must produce (empty set: a correct script)
 EXPECTED: dict[str, set[str]] = {
@@ -51,12 +57,12 @@ EXPECTED: dict[str, set[str]] = {
 
 
 def test_every_fixture_has_an_expectation():
-    assert {p.name for p in FIXTURES.glob("*.py")} == set(EXPECTED)
+    assert {p.name for p in [*FIXTURES.glob("*.py"), *STORY.glob("*.py")]} == set(EXPECTED)
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_fixture_codes(name):
-    found = {f.code for f in check_file(str(FIXTURES / name))}
+    found = {f.code for f in check_file(str(_path(name)))}
     assert found == EXPECTED[name]
 
 
@@ -64,7 +70,7 @@ def test_correct_fixtures_have_zero_findings():
     correct = [n for n, codes in EXPECTED.items() if not codes]
     assert len(correct) >= 10
     for name in correct:
-        assert check_file(str(FIXTURES / name)) == [], name
+        assert check_file(str(_path(name))) == [], name
 
 
 def test_every_code_is_exercised_by_some_fixture():
@@ -118,7 +124,7 @@ def test_text_output_and_exit_1(capsys):
 
 
 def test_json_output_shape(capsys):
-    rc = main(["doctor", "script", "--format", "json", str(FIXTURES / "story_broken.py"), str(FIXTURES / "story_fixed.py")])
+    rc = main(["doctor", "script", "--format", "json", str(STORY / "story_broken.py"), str(STORY / "story_fixed.py")])
     data = json.loads(capsys.readouterr().out)
     assert rc == 1
     assert isinstance(data, list) and data
@@ -129,7 +135,7 @@ def test_json_output_shape(capsys):
 
 
 def test_clean_file_exits_0(capsys):
-    assert main(["doctor", "script", "--format", "json", str(FIXTURES / "story_fixed.py")]) == 0
+    assert main(["doctor", "script", "--format", "json", str(STORY / "story_fixed.py")]) == 0
     assert json.loads(capsys.readouterr().out) == []
 
 
@@ -144,7 +150,7 @@ def test_syntax_error_exits_2_with_one_line(tmp_path, capsys):
 
 
 def test_missing_file_exits_2(tmp_path, capsys):
-    rc = main(["doctor", "script", str(tmp_path / "nope.py"), str(FIXTURES / "story_fixed.py")])
+    rc = main(["doctor", "script", str(tmp_path / "nope.py"), str(STORY / "story_fixed.py")])
     err = capsys.readouterr().err.strip()
     assert rc == 2
     assert len(err.splitlines()) == 1 and "nope.py" in err and "Traceback" not in err
