@@ -40,6 +40,11 @@ def _cell(x) -> str:
     return s.replace("\\", "\\\\").replace("|", "\\|").replace("\r\n", "\n").replace("\n", "<br>")
 
 
+def _name(e: dict) -> str:
+    """An expectation's name, tagged with its kind (pitfall / fix) when it has one."""
+    return f"[{e['kind']}] {e['name']}" if e.get("kind") else e["name"]
+
+
 def render_md(rows: list[dict], profile: str) -> str:
     n = {k: sum(r["status"] == k for r in rows) for k in ("passed", "failed", "skipped", "not run")}
     lines = [f"# labkit course report ({profile} profile)", "",
@@ -58,8 +63,10 @@ def render_md(rows: list[dict], profile: str) -> str:
         if res:
             lines += ["", "| | expectation | observed | expected |", "|---|---|---|---|"]
             for e in res.get("expectations", []):
-                lines.append(f"| {'PASS' if e['passed'] else 'FAIL'} | {_cell(e['name'])} | "
+                lines.append(f"| {'PASS' if e['passed'] else 'FAIL'} | {_cell(_name(e))} | "
                              f"{_cell(_fmt(e['observed']))} | {_cell(e['expected'])} |")
+            for x in res.get("skipped", []):
+                lines.append(f"| SKIP | {_cell(x['name'])} | — | {_cell('skipped: ' + x['reason'])} |")
             if res.get("metrics"):
                 lines += ["", "Metrics: " + ", ".join(f"`{k}` = {_fmt(v)}" for k, v in res["metrics"].items())]
     return "\n".join(lines) + "\n"
@@ -90,8 +97,10 @@ def render_html(rows: list[dict], profile: str) -> str:
             parts.append("<table><tr><th></th><th>expectation</th><th>observed</th><th>expected</th></tr>")
             for x in res["expectations"]:
                 mark = "&#10004;" if x["passed"] else "&#10008;"
-                parts.append(f"<tr><td>{mark}</td><td>{e(x['name'])}</td><td>{e(_fmt(x['observed']))}</td>"
+                parts.append(f"<tr><td>{mark}</td><td>{e(_name(x))}</td><td>{e(_fmt(x['observed']))}</td>"
                              f"<td>{e(x['expected'])}</td></tr>")
+            for x in res.get("skipped", []):
+                parts.append(f"<tr><td>SKIP</td><td>{e(x['name'])}</td><td>—</td><td>skipped: {e(x['reason'])}</td></tr>")
             parts.append("</table>")
         if res and res.get("metrics"):
             parts.append("<table><tr><th>metric</th><th>value</th></tr>" + "".join(

@@ -3,8 +3,15 @@
 A run writes `runs/<notebook-stem>/results.json` with exactly this shape::
 
     {"notebook": "01_dirty_data", "profile": "smoke", "seed": 0, "seconds": 41.2,
-     "expectations": [{"name": "...", "passed": true, "observed": ..., "expected": "..."}],
-     "metrics": {"name": value}}
+     "expectations": [{"name": "...", "passed": true, "observed": ..., "expected": "...", "kind": "fix"}],
+     "metrics": {"name": value},
+     "skipped": [{"name": "...", "reason": "..."}]}
+
+An expectation's `kind` (present only when the notebook gives one) says what it
+proves: "pitfall" (the damage is reproduced) or "fix" (the fix removes it).
+Running a pitfall notebook with `-p FIX False` must fail exactly its "fix"
+claims.  `skipped` lists demonstrations this machine cannot run (e.g. they need
+a GPU), each with the reason, so the report shows them instead of hiding them.
 
 `finish()` raises `ExpectationFailed` naming every failed claim, so a papermill
 run fails and CI goes red.
@@ -23,6 +30,9 @@ from labkit.jsonl import atomic_write_text
 
 class ExpectationFailed(AssertionError):
     pass
+
+
+KINDS = (None, "pitfall", "fix")
 
 
 def project_root() -> Path:
@@ -68,17 +78,29 @@ class Results:
         self.out_dir = Path(out_dir) if out_dir else runs_dir() / self.notebook
         self.expectations: list[dict] = []
         self.metrics: dict[str, Any] = {}
+        self.skipped: list[dict] = []
         self._t0 = time.perf_counter()
 
-    def expect(self, name: str, observed: Any, condition: bool | Callable[[Any], bool], expected: str) -> bool:
-        """Record a claim. `condition` is a bool or a predicate applied to `observed`."""
+    def expect(self, name: str, observed: Any, condition: bool | Callable[[Any], bool], expected: str,
+               kind: str | None = None) -> bool:
+        """Record a claim. `condition` is a bool or a predicate applied to `observed`.
+
+        `kind` is "pitfall" (the damage shows) or "fix" (the fix removes it); None for neither."""
+        if kind not in KINDS:
+            raise ValueError(f"kind={kind!r}: choose one of {KINDS}")
         passed = bool(condition(observed) if callable(condition) else condition)
-        self.expectations.append(
-            {"name": name, "passed": passed, "observed": _jsonable(observed), "expected": expected}
-        )
+        entry = {"name": name, "passed": passed, "observed": _jsonable(observed), "expected": expected}
+        if kind is not None:
+            entry["kind"] = kind
+        self.expectations.append(entry)
         mark = "PASS" if passed else "FAIL"
         print(f"[{mark}] {name}: observed {_short(observed)}; expected {expected}")
         return passed
+
+    def skip(self, name: str, reason: str) -> None:
+        """Record a demonstration this machine cannot run (shown as SKIP in the report, with the reason)."""
+        self.skipped.append({"name": name, "reason": reason})
+        print(f"[SKIP] {name}: {reason}")
 
     def metric(self, name: str, value: Any) -> Any:
         self.metrics[name] = _jsonable(value)
@@ -100,6 +122,7 @@ class Results:
             "seconds": round(time.perf_counter() - self._t0, 2),
             "expectations": self.expectations,
             "metrics": self.metrics,
+            "skipped": self.skipped,
         }
 
     def save(self) -> Path:

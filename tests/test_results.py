@@ -15,7 +15,7 @@ def test_results_json_has_exactly_the_documented_shape(tmp_path):
     res.metric("curve", torch.tensor([1.0, float("nan")]))
     path = res.finish()
     data = json.loads(path.read_text())
-    assert list(data) == ["notebook", "profile", "seed", "seconds", "expectations", "metrics"]
+    assert list(data) == ["notebook", "profile", "seed", "seconds", "expectations", "metrics", "skipped"]
     assert data["notebook"] == "01_dirty_data" and data["profile"] == "smoke" and data["seed"] == 0
     assert data["expectations"] == [{"name": "clean converges faster", "passed": True, "observed": 1.2, "expected": "< 2"}]
     assert data["metrics"]["eval_loss"] == 1.5
@@ -43,3 +43,15 @@ def test_a_notebook_that_proves_nothing_fails(tmp_path):
 def test_runs_dir_follows_the_runner_env(tmp_path, monkeypatch):
     monkeypatch.setenv("LABKIT_RUNS_DIR", str(tmp_path))
     assert Results("nb/05_samplers_and_seeds.ipynb").out_dir == tmp_path / "05_samplers_and_seeds"
+
+
+def test_kinds_and_skips_are_recorded(tmp_path):
+    res = Results("x", out_dir=tmp_path)
+    res.expect("damage shows", 3, lambda v: v > 1, "> 1", kind="pitfall")
+    res.expect("fix removes it", 0, lambda v: v == 0, "0", kind="fix")
+    res.skip("OOM under a memory cap", "needs a GPU")
+    with pytest.raises(ValueError):
+        res.expect("bad", 1, True, "x", kind="fixed")
+    data = json.loads(res.finish().read_text())
+    assert [e.get("kind") for e in data["expectations"]] == ["pitfall", "fix"]
+    assert data["skipped"] == [{"name": "OOM under a memory cap", "reason": "needs a GPU"}]
