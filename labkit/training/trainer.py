@@ -39,6 +39,7 @@ class TrainConfig:
     restarts: int = 2              # cycles for cosine_restarts
     clip: float | None = 1.0       # max global grad norm; None = no clipping
     grad_accum: int = 1            # micro-batches per optimizer step
+    token_weighted: bool = True    # accumulation weights each micro-batch by its target tokens; False = loss / grad_accum
     precision: str = "fp32"        # fp32 | bf16 (autocast)
     grad_checkpointing: bool = False
     set_epoch: bool = True
@@ -78,6 +79,7 @@ class History:
     spikes: list[dict] = field(default_factory=list)
     verdict: dict | None = None
     samples: int = 0
+    seen: list[int] = field(default_factory=list)   # this process's example indices, in the order trained on
     seconds: float = 0.0
 
     @property
@@ -88,6 +90,23 @@ class History:
         import pandas as pd
 
         return pd.DataFrame({"step": self.steps, "loss": self.loss, "lr": self.lr, "grad_norm": self.grad_norm})
+
+
+@dataclass
+class _Run:
+    """What one `fit` call carries from step to step."""
+
+    hist: History
+    params: list
+    opt: Any
+    sched: Any
+    step: int
+    epoch: int
+    pos: int
+    order: list[int]
+    bs: int
+    bar: Any
+    loop_t0: float
 
 
 def unwrap(model: torch.nn.Module) -> torch.nn.Module:
@@ -202,7 +221,8 @@ class Trainer:
             sync = self.dist is None or k == len(batches) - 1 or not hasattr(self.model, "no_sync")
             with (contextlib.nullcontext() if sync else self.model.no_sync()):
                 out = self._forward(b)
-                loss = out.loss.float() * (int((b["labels"] != -100).sum()) / n_tok)
+                share = int((b["labels"] != -100).sum()) / n_tok if self.cfg.token_weighted else 1 / len(batches)
+                loss = out.loss.float() * share
                 loss.backward()
             loss_sum += loss.detach()
         # [/fix:token_weighted_accumulation]
@@ -210,8 +230,25 @@ class Trainer:
 
     # ---- the loop -----------------------------------------------------------
     def fit(self, resume_from: str | None = None) -> History:
-        """Train for `cfg.steps` optimizer steps (continuing from a checkpoint if given)."""
-        cfg, raw, hist = self.cfg, self.raw, History()
+        """Train for `cfg.steps` optimizer steps (continuing from a checkpoint if given).
+
+        Each step: the next `grad_accum` micro-batches, backward, clip and measure, update
+        (`_train_step`); record it (`_record`); checkpoint and evaluate when they are due.
+        """
+        run = self._start(resume_from)
+        while run.step < self.cfg.steps:
+            micro = self._next_micro_batches(run)
+            batches = [self._collate(idx) for idx in micro]
+            run.hist.seen.extend(i for idx in micro for i in idx)
+            loss_v, total_v, layer_v, lr_now = self._train_step(run, batches)
+            self._record(run, micro, loss_v, total_v, layer_v, lr_now)
+            self._maybe_checkpoint(run)
+            self._maybe_eval(run)
+        return self._finish(run)
+
+    def _start(self, resume_from: str | None) -> "_Run":
+        """Seed, optimizer and schedule, the resumed position, the first epoch's order, the progress bar."""
+        cfg, raw = self.cfg, self.raw
         torch.manual_seed(cfg.seed)
         if cfg.grad_checkpointing:
             raw.config.use_cache = False
@@ -235,83 +272,109 @@ class Trainer:
             from tqdm.auto import tqdm
 
             bar = tqdm(total=cfg.steps, initial=step, desc="train", leave=False)
-        loop_t0 = time.perf_counter()
-        while step < cfg.steps:
-            micro = []
-            for _ in range(cfg.grad_accum):
-                if pos + bs > len(order):
-                    epoch, pos = epoch + 1, 0
-                    order = self._order(epoch)
-                micro.append(order[pos : pos + bs])
-                pos += bs
-            batches = [self._collate(idx) for idx in micro]
-            rng = torch.get_rng_state()
-            loss_sum = self.backward(batches)
-            # [fix:clip]
-            if self.monitor is not None:
-                norms = self.monitor.layer_norms()
-                total = norms.pow(2).sum().sqrt()
-                if cfg.clip is not None:
-                    torch.nn.utils.clip_grads_with_norm_(params, cfg.clip, total)
-            elif cfg.clip is not None:
-                norms, total = None, torch.nn.utils.clip_grad_norm_(params, cfg.clip)
-            else:
-                norms, total = None, torch.nn.utils.get_total_norm([p.grad for p in params if p.grad is not None])
-            # [/fix:clip]
-            if self.dist is not None:
-                self.dist.all_reduce(loss_sum, op=self.dist.ReduceOp.SUM)
-                loss_sum /= self.dist.get_world_size()
-            head = torch.stack([loss_sum, total.float().to(loss_sum.device)])
-            vals = (torch.cat([head, norms.to(head.device)]) if norms is not None else head).tolist()
-            loss_v, total_v, layer_v = vals[0], vals[1], vals[2:]
-            info = {"ids": [i for b in batches for i in b["ids"]],
-                    "source_lengths": [n for b in batches for n in b["source_lengths"]]}
-            lr_now = sched.get_last_lr()[0]
-            skip = False
-            if not (math.isfinite(loss_v) and math.isfinite(total_v)):
-                skip = self._on_nonfinite(step, loss_v, layer_v, batches, rng, info, hist)
-            elif self.monitor is not None:
-                spike = self.monitor.observe(step, layer_v, info)
-                if spike is not None:
-                    hist.spikes.append({**spike.__dict__, "factor": spike.factor})
-            if skip:
-                hist.skipped_steps.append(step)
-            else:
-                opt.step()
-            sched.step()
-            opt.zero_grad(set_to_none=True)
-            step += 1
-            hist.steps.append(step)
-            hist.loss.append(loss_v)
-            hist.lr.append(lr_now)
-            hist.grad_norm.append(total_v)
-            if self.monitor is not None:
-                for name, v in zip(self.monitor.layers, layer_v):
-                    hist.layer_norms.setdefault(name, []).append(v)
-            hist.samples += sum(len(m) for m in micro) * (self.dist.get_world_size() if self.dist else 1)
-            self._log(step, hist, layer_v)
-            if bar is not None:
-                bar.update(1)
-                bar.set_postfix(loss=f"{loss_v:.3f}")
-            if cfg.ckpt_dir and cfg.ckpt_every and (step % cfg.ckpt_every == 0 or step == cfg.steps):
-                self._save(step, opt, sched, {"epoch": epoch, "pos": pos})
-            if (self.eval_examples or self.eval_fn) and ((cfg.eval_every and step % cfg.eval_every == 0) or step == cfg.steps):
-                t_eval = time.perf_counter()
-                ev = {"step": step, **self.evaluate()}
-                hist.evals.append(ev)
-                w = self.writer()
-                if w is not None:
-                    for k, v in ev.items():
-                        if k != "step" and isinstance(v, (int, float)):
-                            w.add_scalar(f"eval/{k}", v, step)
-                loop_t0 += time.perf_counter() - t_eval  # throughput counts training only
-        hist.seconds = time.perf_counter() - loop_t0
-        if bar is not None:
-            bar.close()
+        return _Run(History(), params, opt, sched, step, epoch, pos, order, bs, bar, time.perf_counter())
+
+    def _next_micro_batches(self, run: "_Run") -> list[list[int]]:
+        """The example indices of the next `grad_accum` micro-batches (a new epoch's order when one runs out)."""
+        micro = []
+        for _ in range(self.cfg.grad_accum):
+            if run.pos + run.bs > len(run.order):
+                run.epoch, run.pos = run.epoch + 1, 0
+                run.order = self._order(run.epoch)
+            micro.append(run.order[run.pos : run.pos + run.bs])
+            run.pos += run.bs
+        return micro
+
+    def _train_step(self, run: "_Run", batches: list[dict]) -> tuple[float, float, list[float], float]:
+        """Backward, clip and measure, then update -- unless a non-finite step is skipped.
+
+        Returns (loss, global grad norm, per-layer grad norms, the learning rate used)."""
+        cfg, params, opt, sched, hist, step = self.cfg, run.params, run.opt, run.sched, run.hist, run.step
+        rng = torch.get_rng_state()
+        loss_sum = self.backward(batches)
+        # [fix:clip]
+        if self.monitor is not None:
+            norms = self.monitor.layer_norms()
+            total = norms.pow(2).sum().sqrt()
+            if cfg.clip is not None:
+                torch.nn.utils.clip_grads_with_norm_(params, cfg.clip, total)
+        elif cfg.clip is not None:
+            norms, total = None, torch.nn.utils.clip_grad_norm_(params, cfg.clip)
+        else:
+            norms, total = None, torch.nn.utils.get_total_norm([p.grad for p in params if p.grad is not None])
+        # [/fix:clip]
+        if self.dist is not None:
+            self.dist.all_reduce(loss_sum, op=self.dist.ReduceOp.SUM)
+            loss_sum /= self.dist.get_world_size()
+        head = torch.stack([loss_sum, total.float().to(loss_sum.device)])
+        vals = (torch.cat([head, norms.to(head.device)]) if norms is not None else head).tolist()
+        loss_v, total_v, layer_v = vals[0], vals[1], vals[2:]
+        info = {"ids": [i for b in batches for i in b["ids"]],
+                "source_lengths": [n for b in batches for n in b["source_lengths"]]}
+        lr_now = sched.get_last_lr()[0]
+        skip = False
+        if not (math.isfinite(loss_v) and math.isfinite(total_v)):
+            skip = self._on_nonfinite(step, loss_v, layer_v, batches, rng, info, hist)
+        elif self.monitor is not None:
+            spike = self.monitor.observe(step, layer_v, info)
+            if spike is not None:
+                hist.spikes.append({**spike.__dict__, "factor": spike.factor})
+        if skip:
+            hist.skipped_steps.append(step)
+        else:
+            opt.step()
+        sched.step()
+        opt.zero_grad(set_to_none=True)
+        return loss_v, total_v, layer_v, lr_now
+
+    def _record(self, run: "_Run", micro: list[list[int]], loss_v: float, total_v: float, layer_v: list[float],
+                lr_now: float) -> None:
+        """Count the step; history, TensorBoard and progress bar get its figures."""
+        hist = run.hist
+        run.step += 1
+        step = run.step
+        hist.steps.append(step)
+        hist.loss.append(loss_v)
+        hist.lr.append(lr_now)
+        hist.grad_norm.append(total_v)
+        if self.monitor is not None:
+            for name, v in zip(self.monitor.layers, layer_v):
+                hist.layer_norms.setdefault(name, []).append(v)
+        hist.samples += sum(len(m) for m in micro) * (self.dist.get_world_size() if self.dist else 1)
+        self._log(step, hist, layer_v)
+        if run.bar is not None:
+            run.bar.update(1)
+            run.bar.set_postfix(loss=f"{loss_v:.3f}")
+
+    def _maybe_checkpoint(self, run: "_Run") -> None:
+        cfg, step = self.cfg, run.step
+        if cfg.ckpt_dir and cfg.ckpt_every and (step % cfg.ckpt_every == 0 or step == cfg.steps):
+            self._save(step, run.opt, run.sched, {"epoch": run.epoch, "pos": run.pos})
+
+    def _maybe_eval(self, run: "_Run") -> None:
+        """Evaluate every `eval_every` steps and at the end; the time it takes is not training time."""
+        cfg, step = self.cfg, run.step
+        if (self.eval_examples or self.eval_fn) and ((cfg.eval_every and step % cfg.eval_every == 0) or step == cfg.steps):
+            t_eval = time.perf_counter()
+            ev = {"step": step, **self.evaluate()}
+            run.hist.evals.append(ev)
+            w = self.writer()
+            if w is not None:
+                for k, v in ev.items():
+                    if k != "step" and isinstance(v, (int, float)):
+                        w.add_scalar(f"eval/{k}", v, step)
+            run.loop_t0 += time.perf_counter() - t_eval  # throughput counts training only
+
+    def _finish(self, run: "_Run") -> History:
+        """Training time, the monitor's verdict, the last scalars; the history."""
+        hist = run.hist
+        hist.seconds = time.perf_counter() - run.loop_t0
+        if run.bar is not None:
+            run.bar.close()
         if self.monitor is not None:
             hist.verdict = self.monitor.verdict()
         if self._writer is not None:
-            self._writer.add_scalar("train/samples_per_s", hist.samples_per_s, step)
+            self._writer.add_scalar("train/samples_per_s", hist.samples_per_s, run.step)
             self._writer.flush()
         return hist
 
