@@ -187,14 +187,10 @@ def set_threads(n: int = 0) -> int:
 
 
 def setup(profile: str = "smoke", seed: int = 0, device: str = "auto", **overrides) -> Config:
-    """What a notebook's first code cell calls: config, seeds, threads, fonts."""
+    """The profile's config, with python/numpy/torch seeded and torch's threads set.
+
+    Notebooks start with `labkit.notebook.setup`, which also configures the plot fonts."""
     cfg = get_config(profile, seed=seed, device=device, **overrides)
     seed_everything(cfg.seed)
     set_threads(cfg.threads)
-    try:
-        from labkit.viz import fonts
-
-        fonts.configure()
-    except ImportError:
-        pass
     return cfg
