@@ -8,4 +8,5 @@ The pieces, in the order notebook 08 uses them:
 - `baseline`, `triton`, `api`: the three servers (`labkit serve baseline|triton|api`);
 - `process.ServerProcess`: start one as a real subprocess, wait until ready, always stop it;
 - `loadgen`: the async, loopback-only load generator (`labkit bench serve`).
+- `measure`: notebook 08's measurements (each step in isolation, each server stack under load).
 """
