@@ -115,7 +115,7 @@ def check_args(args: argparse.Namespace) -> None:
 
 def prepare_data(train_records, eval_records, out_dir, tokenizer=None) -> Path:
     """Write what every rank loads: records as JSONL and the tokenizer, trained here once."""
-    from labkit.training.recipes import tokenizer_texts
+    from labkit.text.tasks import tokenizer_texts
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -151,7 +151,7 @@ class RankReport:
         self._write(self.beat, {"stage": stage, "step": step, "phase": phase, "time": time.time(), "pid": os.getpid()})
 
 
-def _check_same_config(settings: dict, rank: int) -> None:
+def _check_same_config(settings: dict) -> None:
     """All ranks must train the same thing; name the ranks and keys that differ."""
     import torch.distributed as dist
 
@@ -242,7 +242,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         fingerprint = source.fingerprint if source else None
         shared = {k: v for k, v in vars(args).items() if k not in ("local_rank", "out", "func", "data")}
-        _check_same_config(shared | {"data_sha": fingerprint}, env.rank)
+        _check_same_config(shared | {"data_sha": fingerprint})
         if args.steps == 0:
             report.save(completed=True)
         elif source is None:
@@ -279,7 +279,7 @@ def _prepared_data(source, out: Path, env, train_tokenizer: bool):
         data = materialize(source, where, train_tokenizer=train_tokenizer, verbose=env.rank == 0)
         if train_tokenizer:
             tok_sha = hashlib.sha256((data / "tokenizer" / "tokenizer.json").read_bytes()).hexdigest()[:12]
-            _check_same_config({"tokenizer_sha": tok_sha}, env.rank)
+            _check_same_config({"tokenizer_sha": tok_sha})
         yield data
 
 
@@ -344,7 +344,7 @@ def _train(args, env, dev, data: Path, report: RankReport, param_checksum, torch
                 local_loss=_per_step(local_loss, args.grad_accum),
                 history={"steps": hist.steps, "loss": hist.loss, "lr": hist.lr, "grad_norm": hist.grad_norm,
                          "evals": hist.evals, "spikes": len(hist.spikes), "nonfinite": len(hist.nonfinite)},
-                samples_per_s=hist.samples_per_s, train_seconds=hist.seconds, completed=True)
+                samples_per_s=hist.samples_per_s, seen=hist.seen, train_seconds=hist.seconds, completed=True)
     report.progress("done", len(hist.steps))
     print(f"[rank {env.rank}] done: {len(hist.steps)} steps, final loss {hist.loss[-1] if hist.loss else float('nan'):.4f}, "
           f"{hist.samples_per_s:.1f} samples/s", flush=True)
