@@ -229,6 +229,20 @@ def test_init_from_an_earlier_save_model_is_not_resume(tmp_path, capsys):
     assert r2["history"]["steps"] == [1, 2]
 
 
+def test_export_reports_parity_and_exits_1_when_it_fails(tmp_path):
+    ck = _sentencepiece_checkpoint(tmp_path / "ck")
+    # a real process: in-process, transformers' log handler may hold an earlier test's captured stderr
+    r = subprocess.run([str(LABKIT), "export", "--model", str(ck), "--out", str(tmp_path / "onnx"), "--n", "3",
+                        "--max-new-tokens", "4", "--max-logit-diff", "0"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 1, r.stderr
+    assert "fp32 parity: 3/3" in r.stdout
+    assert r.stderr.strip().splitlines()[-1].startswith("labkit export: parity failed: first-step logits differ")
+    assert "Traceback" not in r.stderr
+    rep = json.loads((tmp_path / "onnx" / "export_report.json").read_text())
+    assert rep["passed"] is False and rep["fp32_parity"]["identical"] == 3
+    assert (tmp_path / "onnx" / "spiece.model").is_file()  # the SentencePiece vocabulary travels with the graphs
+
+
 # ---- the whole chain ---------------------------------------------------------------------------
 
 def _timed(timings: dict, name: str, argv: list[str], timeout: float) -> subprocess.CompletedProcess:

@@ -17,12 +17,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-from labkit.cli_errors import UsageError, nonneg_float, positive_int, writable_dir
+from labkit.cli_errors import RunFailed, UsageError, nonneg_float, positive_int, writable_dir
 
 
 def _fraction(value: str) -> float:
@@ -146,9 +145,7 @@ def run(args: argparse.Namespace) -> int:
     report["failures"] = failures
     (out / "export_report.json").write_text(json.dumps(report, ensure_ascii=False, indent=1, default=str), encoding="utf-8")
     if failures:
-        print(f"labkit export: parity failed: {'; '.join(failures)} (figures in {out / 'export_report.json'})",
-              file=sys.stderr)
-        return 1
+        raise RunFailed(f"parity failed: {'; '.join(failures)} (figures in {out / 'export_report.json'})")
     print(f"exported {'int8' if args.int8 else 'fp32'} ONNX to {out} in {report['seconds']} s; "
           f"serve it: labkit serve api --onnx {out} --start-triton", flush=True)
     return 0

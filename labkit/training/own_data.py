@@ -154,10 +154,11 @@ def materialize(source: DataSource, out_dir: Path, train_tokenizer: bool = True,
     if train_tokenizer:
         prepare_data(train, held, out_dir)
     else:  # the tokenizer comes from --init-from: write the records only
+        from labkit.jsonl import write_jsonl
+
         out_dir.mkdir(parents=True, exist_ok=True)
-        for name, rows in (("train", train), ("eval", held)):
-            with open(out_dir / f"{name}.jsonl", "w", encoding="utf-8") as f:
-                f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+        write_jsonl(out_dir / "train.jsonl", train)
+        write_jsonl(out_dir / "eval.jsonl", held)
     if verbose:
         print(f"data: {_counts(source.total, len(source.records), source.dropped)} in {source.path}; "
               f"{len(train)} train, {len(held)} eval -> {out_dir}", flush=True)
