@@ -254,7 +254,7 @@ def _timed(timings: dict, name: str, argv: list[str], timeout: float) -> subproc
     return r
 
 
-@pytest.mark.timeout(600)  # ~75 s here (clean 2, train 22, export 23, serve ready 26): not marked slow
+@pytest.mark.timeout(600)  # 32-75 s on 2 cores (clean 2, train 9-22, export 7-23, serve ready 14-26): not slow
 def test_chain_from_a_crawl_folder_to_an_answered_request(tmp_path):
     import httpx
 
