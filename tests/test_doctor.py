@@ -41,3 +41,14 @@ def test_every_cli_command_has_working_help():
     for name in sub.choices:
         proc = subprocess.run([sys.executable, "-m", "labkit.cli", name, "--help"], capture_output=True, text=True, timeout=120)
         assert proc.returncode == 0, f"labkit {name} --help: {proc.stderr[-500:]}"
+
+
+def test_pytriton_missing_where_it_has_no_wheel_is_not_a_warning(monkeypatch):
+    monkeypatch.setitem(doctor.PACKAGES, "nvidia-pytriton", ("no_such_pytriton_xyz", False))
+    monkeypatch.setattr(doctor.metadata, "version", lambda d: (_ for _ in ()).throw(doctor.metadata.PackageNotFoundError(d)))
+    monkeypatch.setattr(doctor, "pytriton_wheel_exists", lambda: False)
+    c = next(c for c in doctor.check_packages() if c.name == "nvidia-pytriton")
+    assert c.status == "OK" and "ONNX Runtime" in c.detail
+    monkeypatch.setattr(doctor, "pytriton_wheel_exists", lambda: True)
+    c = next(c for c in doctor.check_packages() if c.name == "nvidia-pytriton")
+    assert c.status == "WARN" and "triton" in c.fix
