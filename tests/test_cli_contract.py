@@ -277,3 +277,16 @@ def test_installed_entry_point_version_and_fast_help():
     probe = "import sys; from labkit.cli import build_parser; build_parser(); print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))"
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert proc.stdout.strip() == "[]", proc.stdout + proc.stderr
+
+
+def test_triton_commands_without_the_triton_extra_say_so_in_one_line(monkeypatch, capsys, tmp_path):
+    import labkit.serving.availability as availability
+
+    monkeypatch.setattr(availability, "triton_missing", lambda: "Triton is not installed (pytriton missing)")
+    onnx = tmp_path / "onnx"
+    onnx.mkdir()
+    (onnx / "encoder_model.onnx").write_bytes(b"")
+    for argv in (["serve", "triton", "--onnx", str(onnx)], ["serve", "api", "--onnx", str(onnx), "--start-triton"]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "Triton is not installed" in err[0] and "--backend ort" in err[0], err

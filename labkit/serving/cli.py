@@ -48,7 +48,17 @@ def _baseline(args) -> int:
     return _uvicorn(create_app(args.model, max_source_len=args.max_source_len, threads=args.threads), args.port)
 
 
+def _needs_triton() -> None:
+    """Triton is an extra with wheels for Linux glibc >= 2.35 only: say so in one line, not an ImportError."""
+    from labkit.serving.availability import triton_missing
+
+    why = triton_missing()
+    if why:
+        raise UsageError(f"{why}; or serve without Triton: labkit serve api --backend ort --onnx DIR")
+
+
 def _triton(args) -> int:
+    _needs_triton()
     from labkit.serving.triton import TritonSettings, serve
 
     serve(TritonSettings(onnx_dir=Path(args.onnx), http_port=args.port, grpc_port=args.grpc_port or args.port + 1,
@@ -67,24 +77,40 @@ def _api(args) -> int:
                 raise UsageError("--backend ort needs --onnx DIR; pass an exported (ideally int8) model folder")
             from labkit.serving.backends import MicroBatcher
 
+            if args.front_batching == "off":
+                raise UsageError("--front-batching off is for --backend triton; the ort backend always batches "
+                                 "(choose adaptive or fixed)")
+
             def make():
                 return MicroBatcher(args.onnx, max_batch=args.max_batch, max_delay_ms=args.queue_delay_us / 1e3,
-                                    threads=args.threads, max_source_len=args.max_source_len)
+                                    threads=args.threads, max_source_len=args.max_source_len,
+                                    adaptive=args.front_batching == "adaptive")
         else:
+            _needs_triton()
             url = args.triton_url
             if args.start_triton:
                 from labkit.serving.triton import start_triton
 
                 if not args.onnx:
                     raise UsageError("--start-triton needs --onnx DIR; pass the int8 export folder")
-                srv = stack.enter_context(start_triton(args.onnx, args.max_batch, args.queue_delay_us, args.threads,
+                # a batch formed here must not wait again in Triton's queue
+                delay = args.queue_delay_us if args.front_batching == "off" else 0
+                srv = stack.enter_context(start_triton(args.onnx, args.max_batch, delay, args.threads,
                                                        args.max_source_len, instances=args.instances))
-                url = srv.url
+                url = srv.url if args.front_batching == "off" else srv.grpc_url
                 print(f"triton started at {url} (log: {srv.log_path})", flush=True)
-            from labkit.serving.backends import TritonBackend
+            from labkit.serving.backends import TritonBackend, TritonBatcher
 
-            def make():
-                return TritonBackend(url)
+            if args.front_batching == "off":
+                if url.startswith("grpc://"):
+                    raise UsageError("--front-batching off forwards over HTTP; pass Triton's HTTP host:port as --triton-url")
+
+                def make():
+                    return TritonBackend(url)
+            else:
+                def make():
+                    return TritonBatcher(url, max_batch=args.max_batch, max_delay_ms=args.queue_delay_us / 1e3,
+                                         adaptive=args.front_batching == "adaptive")
         print(f"labkit api on http://{LOOPBACK}:{args.port} (docs: /docs)", flush=True)
         return _uvicorn(create_app(make, settings), args.port)
 
@@ -125,7 +151,12 @@ def register(subparsers) -> None:
     a = sub.add_parser("api", help="async FastAPI front: POST /v1/generate, GET /health, /docs")
     a.add_argument("--backend", choices=("triton", "ort"), default="triton",
                    help="forward to Triton (default) or batch in-process with ONNX Runtime")
-    a.add_argument("--triton-url", default=f"{LOOPBACK}:8000", help="Triton HTTP host:port")
+    a.add_argument("--triton-url", default=f"{LOOPBACK}:8000",
+                   help="Triton endpoint: HTTP host:port, or grpc://host:port (gRPC, the faster hop)")
+    a.add_argument("--front-batching", choices=("adaptive", "fixed", "off"), default="adaptive",
+                   help="batch in the API before Triton/ORT: adaptive (wait only for as many requests as the last "
+                        "batch had; one client is served at once), fixed (always wait up to --queue-delay-us), "
+                        "off (one Triton HTTP request per request; Triton's batcher groups them)")
     a.add_argument("--start-triton", action="store_true", help="also start Triton (needs --onnx) and stop it on exit")
     a.add_argument("--onnx", type=onnx_dir, help="ONNX folder for --backend ort or --start-triton")
     a.add_argument("--timeout", type=positive_float, default=10.0, help="per-request timeout in seconds (504 after)")
