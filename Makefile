@@ -18,7 +18,7 @@ STAMP  := $(VENV)/.labkit-setup
 PROFILE ?= smoke
 PYTEST_ARGS ?=
 
-.PHONY: setup run test lab fonts clean-runs strip help
+.PHONY: setup run test lab fonts browser clean-runs strip help
 
 help:
 	@echo "make run    - set up .venv and run every notebook headless (smoke profile) -> runs/report.md"
@@ -37,6 +37,7 @@ $(STAMP): pyproject.toml Makefile scripts/install.py
 	$(BIN)/python -m pip install --quiet -e ".[$(EXTRAS)]"
 	@$(TORCH) verify
 	@$(MAKE) --no-print-directory fonts
+	@$(MAKE) --no-print-directory browser
 	@touch $(STAMP)
 
 # matplotlib needs a CJK font for Chinese labels (labkit.viz.fonts picks it up).
@@ -47,6 +48,17 @@ fonts:
 		 (apt-get update -qq && apt-get install -y -qq fonts-wqy-microhei >/dev/null)) && \
 		rm -rf $$HOME/.cache/matplotlib; \
 	else echo "WARNING: no CJK font; Chinese plot labels will be boxes. Install fonts-wqy-microhei (or Noto Sans CJK)."; fi
+
+# tests/test_browser.py opens JupyterLab in Debian's Chromium through Playwright (never `playwright install`:
+# its browser download cannot work here); under CI=true a missing browser fails that test.
+CHROMIUM ?= /usr/bin/chromium
+browser:
+	@if [ -x "$(CHROMIUM)" ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		(DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null 2>&1 || \
+		 (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)) || \
+		echo "WARNING: apt-get could not install chromium; tests/test_browser.py will skip (fail under CI=true)."; \
+	else echo "WARNING: no Chromium at $(CHROMIUM); tests/test_browser.py will skip (fail under CI=true). Install Debian's chromium (as root: apt-get install chromium)."; fi
 
 run: setup
 	$(BIN)/labkit course run --profile $(PROFILE)
