@@ -145,3 +145,76 @@ def test_timed_out_requests_are_skipped_not_run(batcher):
     ran = [s for batch in gen.batches for s in batch]
     assert not any("gave-up" in s for s in ran), gen.batches  # the model never spent time on it
     assert sum(batcher.batches) == 2
+
+
+# ---- adaptive batching --------------------------------------------------------
+
+@pytest.fixture
+def slow_window_batcher(monkeypatch):
+    """A batcher whose fixed policy would hold every batch for 300 ms."""
+    import labkit.serving.ort_generate as og
+
+    monkeypatch.setattr(og, "OrtGenerator", FakeGenerator)
+    return backends.MicroBatcher("unused", max_batch=8, max_delay_ms=300, threads=1)
+
+
+def test_an_idle_batcher_dispatches_a_lone_request_at_once(slow_window_batcher):
+    b = slow_window_batcher
+
+    async def go():
+        loop = asyncio.get_running_loop()
+        took = []
+        for i in range(3):  # one client: each request alone, none waits for the 300 ms window
+            t0 = loop.time()
+            await b.generate("title", f"t{i}")
+            took.append(loop.time() - t0)
+        await b.close()
+        return took
+
+    took = asyncio.run(go())
+    assert max(took) < 0.15, took
+    assert b.batches == [1, 1, 1]
+
+
+def test_a_crowd_is_gathered_again_and_a_pause_resets_the_wait(slow_window_batcher):
+    b = slow_window_batcher
+
+    async def staggered(n, gap):
+        async def one(i):
+            await asyncio.sleep(i * gap)
+            return await b.generate("title", f"t{i}")
+        return await asyncio.gather(*(one(i) for i in range(n)))
+
+    async def go():
+        loop = asyncio.get_running_loop()
+        await asyncio.gather(*(b.generate("title", f"c{i}") for i in range(6)))  # a batch of 6 sets the expectation
+        t0 = loop.time()
+        await staggered(6, 0.01)   # the next 6 arrive 10 ms apart: gathered into one batch, not 6
+        crowd = loop.time() - t0
+        await asyncio.sleep(0.4)   # a pause longer than the window
+        t0 = loop.time()
+        await b.generate("title", "alone")
+        alone = loop.time() - t0
+        await b.close()
+        return crowd, alone
+
+    crowd, alone = asyncio.run(go())
+    assert b.batches[:2] == [6, 6], b.batches
+    assert b.batches[-1] == 1 and alone < 0.15, (b.batches, alone)
+    assert crowd < 0.3
+
+
+def test_the_fixed_policy_still_waits_for_the_window(monkeypatch):
+    import labkit.serving.ort_generate as og
+
+    monkeypatch.setattr(og, "OrtGenerator", FakeGenerator)
+    b = backends.MicroBatcher("unused", max_batch=8, max_delay_ms=150, threads=1, adaptive=False)
+
+    async def go():
+        loop = asyncio.get_running_loop()
+        t0 = loop.time()
+        await b.generate("title", "alone")
+        await b.close()
+        return loop.time() - t0
+
+    assert asyncio.run(go()) >= 0.14

@@ -122,7 +122,7 @@ def create_app(make_backend: Callable[[], object], settings: ApiSettings | None 
     """The FastAPI app; `make_backend()` is called at startup, inside the event loop."""
     from fastapi import FastAPI, Request
     from fastapi.exceptions import RequestValidationError
-    from fastapi.responses import JSONResponse
+    from fastapi.responses import JSONResponse, Response
 
     settings = settings or ApiSettings()
     Req = request_model(settings.max_text_chars)
@@ -164,6 +164,9 @@ def create_app(make_backend: Callable[[], object], settings: ApiSettings | None 
             return JSONResponse({"error": "backend_unavailable", "message": str(exc)}, status_code=503)
         except BackendError as exc:
             return JSONResponse({"error": "backend_error", "message": str(exc)}, status_code=502)
-        return GenerateResponse(task=req.task, output=out, backend=backend.name, latency_ms=(time.perf_counter() - t0) * 1e3)
+        # serialized here, once: returning the model would make FastAPI validate and encode it again
+        body = GenerateResponse(task=req.task, output=out, backend=backend.name,
+                                latency_ms=(time.perf_counter() - t0) * 1e3).model_dump_json()
+        return Response(body, media_type="application/json")
 
     return app

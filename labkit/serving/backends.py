@@ -1,4 +1,5 @@
-"""What the async API forwards to: Triton over HTTP, or an in-process ONNX Runtime micro-batcher.
+"""What the async API forwards to: Triton (batched in the API, or one request at a time), or an in-process
+ONNX Runtime micro-batcher.
 
 Both expose `async generate(task, text) -> str`, `async ready() -> bool`, `async close()`
 and raise `BackendUnavailable` when the model cannot be reached (the API answers 503).
@@ -24,7 +25,10 @@ class BackendError(RuntimeError):
 
 
 class TritonBackend:
-    """Forward each request to Triton's HTTP endpoint (tritonclient's asyncio client)."""
+    """Forward each request to Triton's HTTP endpoint (tritonclient's asyncio client), one by one.
+
+    The setting before `TritonBatcher` (`labkit serve api --no-front-batching`): Triton's dynamic
+    batcher groups the requests, each paying its own HTTP round trip and trip through Triton."""
 
     name = "triton"
 
@@ -76,25 +80,26 @@ class _Item:
     future: asyncio.Future
 
 
-class MicroBatcher:
-    """Group concurrent requests into one ONNX Runtime generation, in this process.
+class _Batching:
+    """Group concurrent requests into batches, one batch in flight at a time (the event loop never blocks).
 
-    The event loop never runs the model: batches go to one worker thread (ONNX Runtime
-    releases the GIL), while the loop keeps accepting requests for the next batch.
+    Adaptive (the default): a batch waits only for as many requests as the previous batch had
+    (`expect`), at most `max_delay`; so one client is served at once (a batch of one, no delay),
+    while 16 clients, whose answers go out together and whose next requests come back within a
+    few ms, are gathered into one batch again.  Anything already queued joins the batch, up to
+    `max_batch` (so `expect` grows with the load), and after a pause longer than `max_delay` the
+    next request goes alone.  `adaptive=False` is the old fixed policy: every batch waits up to
+    `max_delay` for `max_batch` requests (kept for before/after measurements).
     """
 
-    name = "ort-microbatch"
-
-    def __init__(self, onnx_dir: str | Path, max_batch: int = 32, max_delay_ms: float = 2.0, threads: int = 0,
-                 max_source_len: int = 128):
-        from labkit.serving.ort_generate import OrtGenerator, serving_threads
-
-        self.gen = OrtGenerator(onnx_dir, threads=serving_threads(threads), max_source_len=max_source_len)
+    def __init__(self, max_batch: int, max_delay_ms: float, adaptive: bool = True):
         self.max_batch = max_batch
         self.max_delay = max_delay_ms / 1e3
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ort")
+        self.adaptive = adaptive
         self._queue: asyncio.Queue[_Item] | None = None
         self._task: asyncio.Task | None = None
+        self._expect = 1
+        self._idle_since: float | None = None
         self.batches: list[int] = []   # sizes of the batches run (for the notebook's histogram)
 
     def _ensure_started(self) -> None:
@@ -105,47 +110,167 @@ class MicroBatcher:
     async def generate(self, task: str, text: str) -> str:
         self._ensure_started()
         fut = asyncio.get_running_loop().create_future()
-        await self._queue.put(_Item(task, text, fut))
+        self._queue.put_nowait(_Item(task, text, fut))
         return await fut
+
+    def _target(self, now: float) -> int:
+        if not self.adaptive:
+            return self.max_batch
+        if self._idle_since is not None and now - self._idle_since > self.max_delay:
+            self._expect = 1  # traffic paused: the next request does not wait for a crowd that left
+        return min(self.max_batch, self._expect)
 
     async def _collect(self) -> list[_Item]:
         loop = asyncio.get_running_loop()
         batch = [await self._queue.get()]
-        deadline = loop.time() + self.max_delay
+        now = loop.time()
+        target = self._target(now)
+        deadline = now + self.max_delay
         while len(batch) < self.max_batch:
+            if not self._queue.empty():
+                batch.append(self._queue.get_nowait())
+                continue
             left = deadline - loop.time()
-            if left <= 0 and self._queue.empty():
+            if len(batch) >= target or left <= 0:
                 break
             try:
-                batch.append(self._queue.get_nowait() if left <= 0 else await asyncio.wait_for(self._queue.get(), left))
-            except (asyncio.QueueEmpty, asyncio.TimeoutError):
+                batch.append(await asyncio.wait_for(self._queue.get(), left))
+            except asyncio.TimeoutError:
                 break
+        self._expect = len(batch)
         return [b for b in batch if not b.future.done()]  # requests that timed out are skipped
+
+    async def _run_batch(self, batch: list[_Item]) -> list[str]:
+        raise NotImplementedError
+
+    def _failure(self, exc: Exception) -> Exception:
+        return exc
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
         while True:
             batch = await self._collect()
             if not batch:
+                self._idle_since = loop.time()
                 continue
             self.batches.append(len(batch))
-            sources = [model_input(b.task, b.text) for b in batch]
-            caps = [MAX_NEW_TOKENS[b.task] for b in batch]
             try:
-                outs = await loop.run_in_executor(self._pool, self.gen.generate, sources, caps)
+                outs = await self._run_batch(batch)
             except Exception as exc:  # one bad batch must not kill the loop; every waiter learns why
+                err = self._failure(exc)
                 for b in batch:
                     if not b.future.done():
-                        b.future.set_exception(BackendError(f"ONNX Runtime failed: {exc}"))
-                continue
-            for b, o in zip(batch, outs):
+                        b.future.set_exception(err)
+                outs = None
+            self._idle_since = loop.time()
+            for b, o in zip(batch, outs or ()):
                 if not b.future.done():
                     b.future.set_result(o.strip())
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+
+
+class MicroBatcher(_Batching):
+    """Group concurrent requests into one ONNX Runtime generation, in this process.
+
+    The event loop never runs the model: batches go to one worker thread (ONNX Runtime
+    releases the GIL), while the loop keeps accepting requests for the next batch.
+    """
+
+    name = "ort-microbatch"
+
+    def __init__(self, onnx_dir: str | Path, max_batch: int = 32, max_delay_ms: float = 2.0, threads: int = 0,
+                 max_source_len: int = 128, adaptive: bool = True):
+        from labkit.serving.ort_generate import OrtGenerator, serving_threads
+
+        super().__init__(max_batch, max_delay_ms, adaptive)
+        self.gen = OrtGenerator(onnx_dir, threads=serving_threads(threads), max_source_len=max_source_len)
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ort")
+
+    async def _run_batch(self, batch: list[_Item]) -> list[str]:
+        sources = [model_input(b.task, b.text) for b in batch]
+        caps = [MAX_NEW_TOKENS[b.task] for b in batch]
+        return await asyncio.get_running_loop().run_in_executor(self._pool, self.gen.generate, sources, caps)
+
+    def _failure(self, exc: Exception) -> Exception:
+        return BackendError(f"ONNX Runtime failed: {exc}")
 
     async def ready(self) -> bool:
         return True
 
     async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
+        await super().close()
         self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+class TritonBatcher(_Batching):
+    """Batch in the API, then send each batch to Triton as ONE inference request (gRPC or HTTP).
+
+    Per request the API would otherwise pay a Triton round trip, and Triton a request through
+    its core, the Python-backend stub and PyTriton's proxy; here those are paid per batch.
+    Triton's own dynamic batcher still runs (for other clients) and should not wait
+    (`--queue-delay-us 0`): the batch it gets is already formed.
+    `url`: `grpc://host:port` (tritonclient.grpc.aio) or `[http://]host:port` (tritonclient.http.aio).
+    """
+
+    name = "triton"
+
+    def __init__(self, url: str, model_name: str = "labkit_t5", max_batch: int = 32, max_delay_ms: float = 10.0,
+                 adaptive: bool = True):
+        super().__init__(max_batch, max_delay_ms, adaptive)
+        self.grpc = url.startswith("grpc://")
+        self.url = url.removeprefix("grpc://").removeprefix("http://").rstrip("/")
+        self.model_name = model_name
+        if self.grpc:
+            import tritonclient.grpc.aio as client
+
+            self.client = client.InferenceServerClient(self.url)
+        else:
+            import tritonclient.http.aio as client
+
+            self.client = client.InferenceServerClient(self.url, conn_limit=8, conn_timeout=30.0)
+        self._lib = client
+
+    async def _run_batch(self, batch: list[_Item]) -> list[str]:
+        import aiohttp
+        from tritonclient.utils import InferenceServerException
+
+        n = len(batch)
+        inputs = []
+        for name, values in (("task", [b.task for b in batch]), ("text", [b.text for b in batch])):
+            t = self._lib.InferInput(name, [n, 1], "BYTES")
+            t.set_data_from_numpy(np.array([v.encode("utf-8") for v in values], dtype=np.object_).reshape(n, 1))
+            inputs.append(t)
+        try:
+            res = await self.client.infer(self.model_name, inputs, outputs=[self._lib.InferRequestedOutput("output")])
+        except InferenceServerException as exc:
+            raise _triton_error(exc, self.url, self.model_name) from exc
+        except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as exc:
+            raise _unreachable(self.url, exc) from exc
+        return [o.decode("utf-8") for o in res.as_numpy("output").reshape(-1)]
+
+    async def ready(self) -> bool:
+        try:
+            return bool(await self.client.is_model_ready(self.model_name))
+        except Exception:  # down, refused, reset: all mean "not ready"
+            return False
+
+    async def close(self) -> None:
+        await super().close()
+        await self.client.close()
+
+
+def _triton_error(exc, url: str, model_name: str) -> Exception:
+    msg = str(exc)
+    status = str(exc.status() or "")
+    if status == "StatusCode.UNAVAILABLE" and "connect" in msg.lower():
+        return _unreachable(url, exc)
+    if status in ("503", "StatusCode.UNAVAILABLE") or "not ready" in msg.lower() or "unavailable" in msg.lower():
+        return BackendUnavailable(f"Triton at {url} has no ready model {model_name!r}: {msg}")
+    return BackendError(f"Triton error: {msg}")
+
+
+def _unreachable(url: str, exc: Exception) -> BackendUnavailable:
+    return BackendUnavailable(f"Triton at {url} is unreachable ({type(exc).__name__}); start it with `labkit serve triton`")

@@ -17,7 +17,8 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from labkit.cli_errors import int_list, loopback_url, nonneg_float, positive_float, positive_int, writable_file
+from labkit.cli_errors import (existing_dir, int_list, loopback_url, nonneg_float, nonneg_int, positive_float,
+                                positive_int, writable_dir, writable_file)
 from labkit.serving.schema import GENERATE_PATH
 
 LEVELS = (1, 4, 16, 64)
@@ -178,6 +179,10 @@ def _default_payloads(n: int = 64) -> list[dict]:
 
 def _run(args) -> int:
     payloads = _default_payloads()
+    if args.compare:
+        from labkit.serving.bench import run
+
+        return run(args, payloads)
     levels = args.levels  # a list of ints >= 1 (parsed by int_list)
     results = sweep(args.url, payloads, levels, args.requests, args.seconds, server=args.name)
     if args.rate:
@@ -205,4 +210,15 @@ def register(subparsers) -> None:
     p.add_argument("--rate", type=nonneg_float, default=0.0, help="open-loop requests/s (0 = skip the open-loop run)")
     p.add_argument("--open-seconds", type=positive_float, default=10.0, help="open-loop duration")
     p.add_argument("--json", type=writable_file, help="write the results as JSON here")
+    c = p.add_argument_group("--compare: start the servers here and measure them against the model's own limit")
+    c.add_argument("--compare", action="store_true",
+                   help="one run on one int8 model: isolated single/batched, api+triton before/now at 1 and 16 clients "
+                        "(alternating), the baseline; ratios against the targets (--url is not used)")
+    c.add_argument("--model", type=existing_dir, help="save_pretrained folder (default: a seeded tiny smoke model built in --out)")
+    c.add_argument("--onnx", type=existing_dir, help="int8 ONNX folder of --model (default: exported into --out)")
+    c.add_argument("--out", type=writable_dir, default="runs/bench_serve", help="models and server logs (default runs/bench_serve)")
+    c.add_argument("--rounds", type=positive_int, default=2, help="alternations of the served settings (medians reported)")
+    c.add_argument("--threads", type=nonneg_int, default=0, help="ONNX Runtime/PyTorch threads (0: the servers' default)")
+    c.add_argument("--queue-delay-us", type=nonneg_int, default=10_000, help="the API batcher's longest wait (µs)")
+    c.add_argument("--no-baseline", action="store_true", help="skip the PyTorch pipeline server")
     p.set_defaults(func=_run)

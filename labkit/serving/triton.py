@@ -104,9 +104,14 @@ def ready_url(http_port: int, model_name: str = MODEL_NAME) -> str:
 
 def start_triton(onnx_dir, max_batch: int = 32, queue_delay_us: int = 2000, threads: int = 0,
                  max_source_len: int = 128, log_path=None, port: int | None = None, instances: int = 1) -> ServerProcess:
-    """A `ServerProcess` for `labkit serve triton` on a free loopback port (enter it to start)."""
+    """A `ServerProcess` for `labkit serve triton` on a free loopback port (enter it to start).
+
+    `.url` is its HTTP endpoint, `.grpc_url` (`grpc://127.0.0.1:PORT`) its gRPC one."""
     port = port or free_port()
-    argv = labkit_argv("serve", "triton", "--onnx", str(onnx_dir), "--port", str(port), "--grpc-port", str(free_port()),
+    grpc_port = free_port()
+    argv = labkit_argv("serve", "triton", "--onnx", str(onnx_dir), "--port", str(port), "--grpc-port", str(grpc_port),
                        "--max-batch", str(max_batch), "--queue-delay-us", str(queue_delay_us),
                        "--threads", str(threads), "--max-source-len", str(max_source_len), "--instances", str(instances))
-    return ServerProcess(argv, ready_url(port), timeout=120, name="triton", log_path=log_path)
+    srv = ServerProcess(argv, ready_url(port), timeout=120, name="triton", log_path=log_path)
+    srv.grpc_url = f"grpc://{LOOPBACK}:{grpc_port}"  # what `labkit serve api --triton-url` takes for gRPC
+    return srv
