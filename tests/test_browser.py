@@ -37,6 +37,7 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
                  "--disable-sync", "--no-first-run", "--disable-quic"]
 SERVER_START_S = 60      # jupyter lab up and answering
 RENDER_MS = 60_000       # a cell's output (kernel start + imports + the cell itself)
+WIDGET_MS = 20_000       # a widget's view, once its cell has output
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 
@@ -185,6 +186,8 @@ def menu(page, top: str, item: str):
 
 # ------------------------------------------------------------------------------------------ the tests
 def test_cleaning_viewer_renders_widgets_and_plots(lab, browser, tmp_path):
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     viewer_notebook(lab[2] / "viewer.ipynb")
     page, errors = open_notebook(browser, lab, "viewer.ipynb")
     try:
@@ -192,8 +195,17 @@ def test_cleaning_viewer_renders_widgets_and_plots(lab, browser, tmp_path):
         out = page.locator(".jp-OutputArea-output")
         plot = out.locator("img").first
         plot.wait_for(timeout=RENDER_MS)
-        viewer = out.locator(".jupyter-widgets.widget-vbox").first
-        viewer.wait_for(timeout=RENDER_MS)
+        viewer_cell = page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell").last
+        viewer_cell.locator(".jp-OutputArea-output").first.wait_for(timeout=RENDER_MS)   # the viewer cell ran
+        viewer = viewer_cell.locator(".jupyter-widgets.widget-vbox").first
+        try:
+            viewer.wait_for(timeout=WIDGET_MS)
+            rendered = True
+        except PlaywrightTimeout:
+            rendered = False
+        if not rendered:
+            pytest.fail("the viewer's widgets did not render (widget manager missing, or JupyterLab and ipywidgets "
+                        f"do not match); the cell shows:\n{viewer_cell.locator('.jp-OutputArea').inner_text()[:1500]}")
         dropdown, slider = viewer.locator(".widget-dropdown select"), viewer.locator(".widget-slider")
         assert dropdown.count() == 1 and slider.count() == 1, "the viewer's dropdown and slider did not render"
         assert viewer.locator("button.widget-button").count() == 2, "the prev/next buttons did not render"
