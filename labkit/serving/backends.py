@@ -232,8 +232,32 @@ class TritonBatcher(_Batching):
 
             self.client = client.InferenceServerClient(self.url, conn_limit=8, conn_timeout=30.0)
         self._lib = client
+        self._limit: int | None = None
+
+    async def _triton_max_batch(self) -> int:
+        """The model's `max_batch_size` in Triton: a batch formed here is never larger (asked once)."""
+        if self._limit is None:
+            cfg = await self.client.get_model_config(self.model_name, **({"as_json": True} if self.grpc else {}))
+            limit = int(cfg.get("config", cfg).get("max_batch_size", 0) or 1)
+            self._limit = limit
+            self.max_batch = min(self.max_batch, limit)
+        return self._limit
 
     async def _run_batch(self, batch: list[_Item]) -> list[str]:
+        from tritonclient.utils import InferenceServerException
+
+        try:
+            limit = await self._triton_max_batch()
+        except InferenceServerException as exc:
+            raise _triton_error(exc, self.url, self.model_name) from exc
+        except Exception as exc:  # refused, reset, timeout
+            raise _unreachable(self.url, exc) from exc
+        out: list[str] = []
+        for i in range(0, len(batch), limit):
+            out += await self._infer(batch[i:i + limit])
+        return out
+
+    async def _infer(self, batch: list[_Item]) -> list[str]:
         import aiohttp
         from tritonclient.utils import InferenceServerException
 

@@ -68,16 +68,20 @@ def start_stack(kind: str, stack: ExitStack, model_dir: Path, int8_dir: Path, lo
     """Start `kind` (and what it needs) inside `stack`; returns the process the load goes to.
 
     The 10 ms queue delay was measured: at 16 clients on 2 cores api+triton gave 77.5 / 84.1 / 81.9 QPS
-    with 3 / 10 / 20 ms -- waiting a little longer forms fuller batches."""
+    with 3 / 10 / 20 ms -- waiting a little longer forms fuller batches.  It is now the API batcher's longest
+    wait, and only when the previous batch showed a crowd (`labkit.serving.backends._Batching`)."""
     log_dir.mkdir(parents=True, exist_ok=True)
     port = free_port()
     common = ["--port", str(port), "--threads", str(threads), "--max-source-len", str(max_source_len)]
     if kind == "baseline":
         argv = labkit_argv("serve", "baseline", "--model", str(model_dir), *common)
     elif kind == "api+triton":
-        triton = stack.enter_context(start_triton(int8_dir, max_batch, queue_delay_us, threads, max_source_len,
+        # the API forms the batches (adaptively: no wait for a lone request) and sends each over gRPC; Triton
+        # does not wait again, and its max_batch_size caps the API's batches (docs/serving.md, "Near the limit")
+        triton = stack.enter_context(start_triton(int8_dir, max_batch, 0, threads, max_source_len,
                                                   log_path=log_dir / "triton.log", instances=instances))
-        argv = labkit_argv("serve", "api", "--triton-url", triton.url, *common)
+        argv = labkit_argv("serve", "api", "--triton-url", triton.grpc_url, "--max-batch", str(max_batch),
+                           "--queue-delay-us", str(queue_delay_us), *common)
     elif kind == "api+ort":
         argv = labkit_argv("serve", "api", "--backend", "ort", "--onnx", str(int8_dir), "--max-batch", str(max_batch),
                            "--queue-delay-us", str(queue_delay_us), *common)
