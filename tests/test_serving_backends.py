@@ -218,3 +218,37 @@ def test_the_fixed_policy_still_waits_for_the_window(monkeypatch):
         return loop.time() - t0
 
     assert asyncio.run(go()) >= 0.14
+
+
+def test_triton_batches_never_exceed_the_models_max_batch_size():
+    import numpy as np
+
+    class FakeTriton:
+        def __init__(self):
+            self.sizes = []
+
+        async def get_model_config(self, name, as_json=False):
+            return {"config": {"max_batch_size": 2}}
+
+        async def infer(self, name, inputs, outputs=None):
+            n = inputs[0].shape()[0]
+            self.sizes.append(n)
+            outs = np.array([f"out{i}".encode() for i in range(n)], dtype=np.object_).reshape(n, 1)
+            return type("R", (), {"as_numpy": lambda self, k: outs})()
+
+        async def close(self):
+            pass
+
+    fake = FakeTriton()
+
+    async def go():
+        b = backends.TritonBatcher("grpc://127.0.0.1:1", max_batch=32, max_delay_ms=50)  # made in the loop, as the API does
+        await b.client.close()
+        b.client = fake
+        outs = await asyncio.gather(*(b.generate("title", f"t{i}") for i in range(5)))
+        await b.close()
+        return outs, b.max_batch
+
+    outs, max_batch = asyncio.run(go())
+    assert outs == ["out0", "out1", "out0", "out1", "out0"]
+    assert fake.sizes == [2, 2, 1] and max_batch == 2
