@@ -94,14 +94,31 @@ def start_stack(kind: str, stack: ExitStack, model_dir: Path, int8_dir: Path, lo
 
 def load_test(kind: str, model_dir: Path, int8_dir: Path, payloads: Sequence[dict], levels: Sequence[int],
               requests_per_level: int, seconds_per_level: float, log_dir: Path, open_rate: float = 0.0,
-              open_seconds: float = 5.0, **server_kw) -> list[LoadResult]:
-    """Start the server stack, run the closed-loop sweep (and an open-loop run), always stop it."""
+              open_seconds: float = 5.0, answers: list | None = None, ask: Sequence[dict] = (),
+              **server_kw) -> list[LoadResult]:
+    """Start the server stack, run the closed-loop sweep (and an open-loop run), always stop it.
+
+    With `ask`, those request bodies are also sent one by one after the load and the server's JSON
+    answers appended to `answers` (to show what the served model says)."""
     with ExitStack() as stack:
         srv = start_stack(kind, stack, Path(model_dir), Path(int8_dir), Path(log_dir), **server_kw)
         out = sweep(srv.url, payloads, levels, requests_per_level, seconds_per_level, server=kind)
         if open_rate:
             out.append(run_sync(open_loop(srv.url, payloads, open_rate, open_seconds, server=kind)))
+        for body in ask:
+            answers.append(post_generate(srv.url, body))
     return out
+
+
+def post_generate(base_url: str, body: dict, timeout: float = 60.0) -> dict:
+    """One `POST /v1/generate` (standard library only); returns the JSON answer."""
+    import json
+    import urllib.request
+
+    req = urllib.request.Request(f"{base_url.rstrip('/')}/v1/generate", data=json.dumps(body).encode("utf-8"),
+                                 headers={"Content-Type": "application/json"}, method="POST")
+    with urllib.request.urlopen(req, timeout=timeout) as resp:
+        return json.loads(resp.read().decode("utf-8"))
 
 
 def model_for_serving(cfg, out_dir: Path, model_dir: str | Path = "", fallback: str | Path | None = None,
