@@ -2,7 +2,7 @@
 """How `make setup` installs PyTorch, and which extras, on this machine.  Standard library only:
 it runs before the package (and anything it depends on) is installed.
 
-    install.py extras                 the default EXTRAS: serve,lab,dev (+ triton where its wheel exists)
+    install.py extras                 the default EXTRAS: serve,lab,dev,scale (+ triton where its wheel exists)
     install.py plan                   the decision, as JSON (what `torch` would try, and the build it expects)
     install.py torch                  install torch==VERSION into the running interpreter's environment
     install.py verify                 the installed torch is VERSION *and* the intended build (CPU or CUDA)
@@ -39,7 +39,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
-BASE_EXTRAS = ("serve", "lab", "dev")
+BASE_EXTRAS = ("serve", "lab", "dev", "scale")
 # nvidia-pytriton ships only manylinux_2_35 wheels, for x86_64 and aarch64 (checked on PyPI for 0.5.0-0.7.0)
 TRITON_MACHINES = ("x86_64", "aarch64")
 TRITON_GLIBC = (2, 35)

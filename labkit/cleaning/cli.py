@@ -11,6 +11,8 @@ import json
 
 from labkit.cli_errors import UsageError, existing_path, nonneg_int, positive_int, writable_dir
 
+ENGINES = ("local", "datatrove")  # datatrove rather than Ray Data: docs/decisions.md
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
@@ -25,6 +27,15 @@ def register(subparsers) -> None:
     p.add_argument("--max-title", type=nonneg_int, default=60, help="longest title kept, chars (default 60)")
     p.add_argument("--min-body", type=nonneg_int, default=50, help="shortest body kept, chars (default 50)")
     p.add_argument("--max-body", type=nonneg_int, default=None, help="longest body kept, chars (default: no limit)")
+    p.add_argument("--engine", choices=ENGINES, default="local",
+                   help="local: this machine, --workers processes (default); datatrove: the same decisions as "
+                   "datatrove stages (the `scale` extra), outputs sharded as DIR/clean/NNNNN.jsonl and "
+                   "DIR/rejects/NNNNN.jsonl -- see docs/cleaning_at_scale.md")
+    p.add_argument("--tasks", type=positive_int, default=None,
+                   help="--engine datatrove: shards of the input files (default: --workers)")
+    p.add_argument("--slurm-partition", default=None, metavar="PARTITION",
+                   help="--engine datatrove: submit the stages as Slurm jobs to PARTITION and return; "
+                   "DIR/report.json appears when the last job has run (DIR must be on a shared filesystem)")
     p.add_argument("--quiet", action="store_true", help="no summary on stdout")
     p.set_defaults(func=run)
 
@@ -37,9 +48,17 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--min-title {args.min_title} > --max-title {args.max_title}; make --min-title the smaller")
     if args.max_body is not None and args.min_body > args.max_body:
         raise UsageError(f"--min-body {args.min_body} > --max-body {args.max_body}; make --min-body the smaller")
+    engine = getattr(args, "engine", "local")
+    if engine == "local" and (getattr(args, "tasks", None) or getattr(args, "slurm_partition", None)):
+        raise UsageError("--tasks and --slurm-partition need --engine datatrove; add it or drop them")
+    limits = dict(min_title=args.min_title, max_title=args.max_title, min_body=args.min_body, max_body=args.max_body)
     try:
-        report = clean_paths(args.inputs, args.out, workers=max(1, args.workers), min_title=args.min_title,
-                             max_title=args.max_title, min_body=args.min_body, max_body=args.max_body)
+        if engine == "datatrove":
+            report = _datatrove(args, limits)
+            if report is None:
+                return 0
+        else:
+            report = clean_paths(args.inputs, args.out, workers=max(1, args.workers), **limits)
     except InputError as exc:
         raise UsageError(str(exc)) from None
     except OSError as exc:
@@ -48,5 +67,27 @@ def run(args: argparse.Namespace) -> int:
         summary = {k: report[k] for k in ("files", "records", "clean", "rejected", "reasons",
                                           "seconds", "records_per_s", "mb_per_s")}
         print(json.dumps(summary, ensure_ascii=False, indent=1))
-        print(f"wrote {args.out}/clean.jsonl, rejects.jsonl, report.json")
+        if engine == "datatrove":
+            print(f"wrote {args.out}/clean/*.jsonl, rejects/*.jsonl, report.json")
+        else:
+            print(f"wrote {args.out}/clean.jsonl, rejects.jsonl, report.json")
     return 0
+
+
+def _datatrove(args: argparse.Namespace, limits: dict) -> dict | None:
+    try:
+        import datatrove  # noqa: F401
+    except ModuleNotFoundError:
+        raise UsageError("--engine datatrove needs datatrove: run `make setup` (or pip install -e '.[scale]')") from None
+    from labkit.cleaning.distributed import clean_distributed
+
+    slurm = {"partition": args.slurm_partition} if args.slurm_partition else None
+    report = clean_distributed(args.inputs, args.out, tasks=args.tasks or max(1, args.workers),
+                               workers=max(1, args.workers), executor="slurm" if slurm else "local",
+                               slurm=slurm, **limits)
+    if slurm:
+        if not args.quiet:
+            print(f"submitted {report['tasks']} shards to Slurm partition {args.slurm_partition}; "
+                  f"{args.out}/report.json appears when the last stage has run (logs: {args.out}/.work/logs/)")
+        return None
+    return report
