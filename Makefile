@@ -18,11 +18,12 @@ STAMP  := $(VENV)/.labkit-setup
 PROFILE ?= smoke
 PYTEST_ARGS ?=
 
-.PHONY: setup run test lab fonts browser clean-runs strip help
+.PHONY: setup run test test-fast lab fonts browser clean-runs strip help
 
 help:
 	@echo "make run    - set up .venv and run every notebook headless (smoke profile) -> runs/report.md"
 	@echo "make test   - set up .venv and run the whole test suite (unit tests + notebooks)"
+	@echo "make test-fast - unit tests only (no notebooks, servers or browser), for day-to-day work"
 	@echo "make lab    - JupyterLab on 127.0.0.1 with the course open"
 	@echo "make setup  - only create/refresh .venv"
 
@@ -65,6 +66,10 @@ run: setup
 
 test: setup
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# Day-to-day: unit tests only (no notebooks, no multi-process runs or servers, no browser). CI runs `make test`.
+test-fast: setup
+	$(BIN)/python -m pytest -m "not notebook and not slow and not browser" $(PYTEST_ARGS)
 
 # Root (containers, this course's CI machines) needs --allow-root or the server refuses to start.
 lab: setup

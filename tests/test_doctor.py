@@ -1,9 +1,9 @@
-import subprocess
-import sys
+import pytest
 
 from labkit.doctor import env as doctor
 
 
+@pytest.mark.slow  # starts a real 2-process torchrun
 def test_checks_pass_on_this_machine_and_torchrun_probe_really_runs_two_ranks():
     checks = {c.name: c for c in doctor.run_checks(torchrun=True)}
     assert checks["python"].status == "OK"
@@ -30,17 +30,6 @@ def test_cli_exit_code_reflects_failures(monkeypatch, capsys):
     monkeypatch.setattr(doctor, "run_checks", lambda torchrun: [doctor.Check("x", "FAIL", "broken", "do y")])
     assert doctor._cmd_env(type("A", (), {"no_torchrun": True})()) == 1
     assert "fix: do y" in capsys.readouterr().out
-
-
-def test_every_cli_command_has_working_help():
-    from labkit.cli import build_parser
-
-    parser = build_parser()
-    sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
-    assert {"course", "doctor", "bench"} <= set(sub.choices)
-    for name in sub.choices:
-        proc = subprocess.run([sys.executable, "-m", "labkit.cli", name, "--help"], capture_output=True, text=True, timeout=120)
-        assert proc.returncode == 0, f"labkit {name} --help: {proc.stderr[-500:]}"
 
 
 def test_pytriton_missing_where_it_has_no_wheel_is_not_a_warning(monkeypatch):

@@ -9,6 +9,7 @@ import json
 import os
 import re
 import shutil
+import functools
 import subprocess
 import sys
 import tomllib
@@ -309,8 +310,13 @@ def all_imports() -> set[str]:
     return _third_party(mods, local)
 
 
+@functools.cache
+def _installed_modules() -> dict[str, list[str]]:
+    return md.packages_distributions()  # scans every installed distribution: seconds, so once per session
+
+
 def _dists_of(module: str) -> set[str]:
-    found = md.packages_distributions().get(module) or [KNOWN.get(module, module)]
+    found = _installed_modules().get(module) or [KNOWN.get(module, module)]
     return {canonicalize_name(d) for d in found}
 
 

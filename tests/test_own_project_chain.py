@@ -229,6 +229,7 @@ def test_init_from_an_earlier_save_model_is_not_resume(tmp_path, capsys):
     assert r2["history"]["steps"] == [1, 2]
 
 
+@pytest.mark.slow  # two real ONNX exports
 def test_export_reports_parity_and_exits_1_when_it_fails(tmp_path):
     ck = _sentencepiece_checkpoint(tmp_path / "ck")
     # a real process: in-process, transformers' log handler may hold an earlier test's captured stderr
@@ -254,7 +255,8 @@ def _timed(timings: dict, name: str, argv: list[str], timeout: float) -> subproc
     return r
 
 
-@pytest.mark.timeout(600)  # 32-75 s on 2 cores (clean 2, train 9-22, export 7-23, serve ready 14-26): not slow
+@pytest.mark.slow  # real processes end to end, a server included: make test runs it, make test-fast does not
+@pytest.mark.timeout(600)  # 32-75 s on 2 cores (clean 2, train 9-22, export 7-23, serve ready 14-26)
 def test_chain_from_a_crawl_folder_to_an_answered_request(tmp_path):
     import httpx
 
