@@ -56,6 +56,39 @@ def run_recipe(tokenizer, data: Sequence[Example], *, steps: int, batch_size: in
     return Trainer(model, data, Seq2SeqCollator(tokenizer, max_source_len, 48), cfg).fit()
 
 
+def hostile_steps(data: Sequence[Example], *, steps: int, batch_size: int, seed: int) -> list[int]:
+    """The steps (0-based) whose batch holds a hostile example, in a single-process `Trainer` run
+    (no sampler, grad_accum 1): the same seeded order per epoch that `Trainer._order` draws."""
+    import torch
+
+    out, epoch, pos = [], 0, 0
+    order = torch.randperm(len(data), generator=torch.Generator().manual_seed(seed * 100_003)).tolist()
+    bs = min(batch_size, len(order))
+    for step in range(steps):
+        if pos + bs > len(order):
+            epoch, pos = epoch + 1, 0
+            order = torch.randperm(len(data), generator=torch.Generator().manual_seed(seed * 100_003 + epoch)).tolist()
+        if any(data[i].id.startswith("hostile-") for i in order[pos : pos + bs]):
+            out.append(step)
+        pos += bs
+    return out
+
+
+def hostile_loss_jump(losses: Sequence[float], at_steps: Sequence[int]) -> float:
+    """Largest rise of the loss on the step after a hostile batch over the loss just before it
+    (loss[s + 1] - loss[s - 1]): how far one hostile update throws the model; inf if non-finite."""
+    import math
+
+    worst = 0.0
+    for s in at_steps:
+        if 1 <= s and s + 1 < len(losses):
+            jump = losses[s + 1] - losses[s - 1]
+            if not math.isfinite(jump):
+                return math.inf
+            worst = max(worst, jump)
+    return worst
+
+
 def loss_spike_factor(losses: Sequence[float], window: int = 5) -> float:
     """Largest ratio of a loss to the minimum of the `window` losses before it (inf if non-finite)."""
     import math
