@@ -125,3 +125,25 @@ def test_two_workers_write_identical_output(bad_inputs: Path, tmp_path: Path, mo
     for name in ("clean.jsonl", "rejects.jsonl"):
         assert (tmp_path / "w1" / name).read_bytes() == (tmp_path / "w2" / name).read_bytes()
     assert not list((tmp_path / "w2").glob(".spool-*")), "spool files left behind"
+
+
+@pytest.mark.parametrize("title,body,detail", [
+    ("标题\ud800x", "正文", "near (J~0.91) duplicate of b"),     # a lone surrogate in the record
+    ("标题", '正文"\\', "exact duplicate of z\udc80"),           # ... only in the original's id
+    ("title", "body", "exact duplicate of q"),
+])
+def test_worker_serialised_rows_are_the_bytes_dump_writes(tmp_path: Path, title, body, detail):
+    """Workers pre-serialise rows (`_pieces`); the parent's clean/duplicate lines must be `_dump`'s bytes."""
+    from labkit.cleaning.pipeline import _clean_line, _dump, _duplicate_line, _pieces
+    from labkit.cleaning.validate import Outcome
+
+    def dumped(obj: dict) -> bytes:
+        with open(tmp_path / "row.jsonl", "w", encoding="utf-8") as f:
+            _dump(f, obj)
+        return (tmp_path / "row.jsonl").read_bytes()
+
+    rec = Outcome("id-1", "src", title, body, ["fix"])
+    p = _pieces(rec)
+    assert _clean_line(p) == dumped({"id": "id-1", "title": title, "body": body, "source": "src", "fixes": ["fix"]})
+    assert _duplicate_line(p, detail) == dumped({"id": "id-1", "source": "src", "reason": "duplicate", "detail": detail,
+                                                 "fixes": ["fix"], "original": {"title": title, "body": body}})

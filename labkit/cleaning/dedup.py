@@ -51,6 +51,9 @@ _BAND_MUL = (_rng.integers(0, 1 << 63, ROWS, dtype=np.uint64) << np.uint64(1) | 
 _BAND_SALT = _rng.integers(0, 1 << 63, BANDS, dtype=np.uint64)
 _U32 = np.uint32
 MAX_SIGNED_CHARS = 100_000  # near-duplicate signatures look at a body's first 100k characters
+_CHUNK = 4096  # shingles per (perm x shingle) block
+_BUF = np.empty((_CHUNK, NUM_PERM), dtype=np.uint32)  # reused by `signature` (one per process)
+_AT, _BT = _A.ravel().copy(), _B.ravel().copy()  # the same rows as 1-d vectors
 
 
 def _fold_table() -> dict[int, str | None]:
@@ -84,6 +87,9 @@ class Signature:
     minhash: bytes             # NUM_PERM uint32 values, little-endian
     bands: tuple[int, ...] = ()  # BANDS 64-bit band keys (computed with the minhash, in the worker)
 
+    def __reduce__(self):  # pickled worker -> parent per record: a plain tuple, not a field dict
+        return Signature, (self.exact, self.minhash, self.bands)
+
 
 def _folded_codepoints(text: str) -> np.ndarray:
     """`fold_for_signature(text)` as uint32 code points, vectorised (a table lookup and a mask)."""
@@ -94,8 +100,9 @@ def _folded_codepoints(text: str) -> np.ndarray:
     return folded[folded != 0]
 
 
-def shingle_hashes(cps: np.ndarray, k: int = SHINGLE) -> np.ndarray:
-    """Distinct mixed 32-bit hashes of every k-gram of code points (deterministic across processes)."""
+def shingle_hashes(cps: np.ndarray, k: int = SHINGLE, distinct: bool = True) -> np.ndarray:
+    """Mixed 32-bit hashes of every k-gram of code points (deterministic across processes);
+    distinct unless `distinct=False` (the minimum over them is the same either way)."""
     if len(cps) < k:
         cps = np.pad(cps, (0, k - len(cps)))
     n = len(cps) - k + 1
@@ -103,7 +110,8 @@ def shingle_hashes(cps: np.ndarray, k: int = SHINGLE) -> np.ndarray:
     for j in range(1, k):  # polynomial hash mod 2^32
         h *= _U32(1_000_003)
         h += cps[j: n + j]
-    h = np.unique(h)  # a set: repeated shingles (pagination loops) cost once
+    if distinct or n > _CHUNK:
+        h = np.unique(h)  # a set: repeated shingles (pagination loops) cost once
     h ^= h >> _U32(16)  # murmur3 fmix32: the polynomial hash is linear, the rows below are too
     h *= _U32(0x85EBCA6B)
     h ^= h >> _U32(13)
@@ -124,11 +132,19 @@ def signature(title: str, body: str) -> Signature:
     cps = _folded_codepoints(body[:MAX_SIGNED_CHARS])
     if not len(cps):
         cps = _folded_codepoints(title)
-    sh = shingle_hashes(cps)
-    mins = np.full(NUM_PERM, 0xFFFFFFFF, dtype=np.uint32)
-    for start in range(0, len(sh), 4096):  # chunks keep the (perm x shingle) matrix small
-        np.minimum(mins, (_A * sh[None, start:start + 4096] + _B).min(axis=1), out=mins)
-    mins = mins.astype("<u4")
+    # np.unique (a sort) only where repeats can matter: the median body is ~300 shingles, for
+    # which numpy's per-call overhead and temporaries, not arithmetic, are the cost (profiled);
+    # the (shingle x perm) block is laid out so that the min runs down contiguous rows (SIMD)
+    sh = shingle_hashes(cps, distinct=False)
+    mins = None
+    for start in range(0, len(sh), _CHUNK):  # chunks keep the block small; one reused buffer
+        part = sh[start:start + _CHUNK]
+        m = _BUF[:len(part)]
+        np.multiply(part[:, None], _AT, out=m)
+        m += _BT
+        low = m.min(axis=0)
+        mins = low if mins is None else np.minimum(mins, low, out=mins)
+    mins = mins.astype("<u4", copy=False)
     return Signature(exact, mins.tobytes(), band_keys(mins))
 
 
@@ -163,9 +179,10 @@ class Deduper:
             return "exact", orig
         keys = sig.bands or band_keys(np.frombuffer(sig.minhash, "<u4"))
         buckets = self._buckets
+        get = buckets.get
         cands: set[int] = set()
         for key in keys:
-            hit = buckets.get(key)
+            hit = get(key)
             if hit is not None:
                 if type(hit) is int:
                     cands.add(hit)
@@ -173,10 +190,12 @@ class Deduper:
                     cands.update(hit)
         mine = np.frombuffer(sig.minhash, "<u4")
         if cands:
-            idx = np.fromiter(sorted(cands), dtype=np.intp, count=len(cands))
-            equal = np.count_nonzero(self._sigs[idx] == mine, axis=1)
+            # the parent's serial work per record (profiled): plain ndarray methods, not the
+            # np.count_nonzero/np.argmax wrappers
+            idx = sorted(cands)
+            equal = (self._sigs[idx] == mine).sum(axis=1)
             self.verified += len(idx)
-            best = int(np.argmax(equal))  # first maximum: the earliest kept among the most similar
+            best = int(equal.argmax())  # first maximum: the earliest kept among the most similar
             if equal[best] >= self._need:
                 return f"near (J~{equal[best] / NUM_PERM:.2f})", self._ids[idx[best]]
         j = len(self._ids)

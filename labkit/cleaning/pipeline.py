@@ -38,8 +38,71 @@ def _process(path: Path, rel: str, limits: Limits) -> Iterator[tuple[Outcome, ob
         yield out, sig
 
 
+_JSON = json.JSONEncoder(ensure_ascii=False).encode  # what json.dumps(x, ensure_ascii=False) returns
+_JSON_ASCII = json.JSONEncoder(ensure_ascii=True).encode
+_EOL = os.linesep  # what `_dump`'s text-mode write ends a line with
+_EOLB = _EOL.encode("ascii")
+
+
+def _line(obj: dict) -> bytes:
+    """`_dump`'s line as UTF-8 bytes (lone surrogates: the whole row escaped, as `_dump` does)."""
+    try:
+        return (_JSON(obj) + _EOL).encode("utf-8")
+    except UnicodeEncodeError:
+        return (_JSON_ASCII(obj) + _EOL).encode("ascii")
+
+
+def _pieces(rec: Outcome) -> tuple:
+    """A valid record's JSON values (id, title, body, source, fixes) as UTF-8 bytes, then whether
+    they are escaped: all of them (ensure_ascii) if any holds a lone surrogate, as `_dump` does."""
+    vals = (rec.id, rec.title, rec.body, rec.source, rec.fixes)
+    try:
+        return (*(_JSON(v).encode("utf-8") for v in vals), False)
+    except UnicodeEncodeError:
+        return (*(_JSON_ASCII(v).encode("ascii") for v in vals), True)
+
+
+def _clean_line(p: tuple) -> bytes:
+    """{"id", "title", "body", "source", "fixes"}: the bytes `_dump` writes for a kept record."""
+    return b"".join((b'{"id": ', p[0], b', "title": ', p[1], b', "body": ', p[2], b', "source": ', p[3],
+                     b', "fixes": ', p[4], b"}", _EOLB))
+
+
+def _duplicate_line(p: tuple, detail: str) -> bytes:
+    """The reject row `_dump` writes for a duplicate, from the same pieces (keys in its order)."""
+    if p[5]:
+        d = _JSON_ASCII(detail).encode("ascii")
+    else:
+        try:
+            d = _JSON(detail).encode("utf-8")
+        except UnicodeEncodeError:  # the original's id holds a lone surrogate: the whole row escaped
+            row = {"id": json.loads(p[0]), "source": json.loads(p[3]), "reason": "duplicate", "detail": detail,
+                   "fixes": json.loads(p[4]), "original": {"title": json.loads(p[1]), "body": json.loads(p[2])}}
+            return _line(row)
+    return b"".join((b'{"id": ', p[0], b', "source": ', p[3], b', "reason": "duplicate", "detail": ', d,
+                     b', "fixes": ', p[4], b', "original": {"title": ', p[1], b', "body": ', p[2], b"}}", _EOLB))
+
+
+def _rows(path: Path, rel: str, limits: Limits) -> Iterator[tuple]:
+    """`_process`'s results as the parent needs them: (reason, id, signature, fixes, payload).
+
+    The workers serialise: a reject's payload is its finished line (bytes), a valid record's
+    the JSON pieces of its clean row, which also make its duplicate row should the parent's
+    in-order decision say so.  The parent then only decides, counts and writes bytes -- no
+    Outcome objects and no text travel twice."""
+    for rec, sig in _process(path, rel, limits):
+        if rec.reason is None:
+            yield None, rec.id, sig, rec.fixes, _pieces(rec)
+        else:
+            row = {"id": rec.id, "source": rec.source, "reason": rec.reason, "detail": rec.detail,
+                   "fixes": rec.fixes, "original": rec.original}
+            if rec.raw_b64 is not None:
+                row["raw_b64"] = rec.raw_b64
+            yield rec.reason, rec.id, None, None, _line(row)
+
+
 def _task(args: tuple[str, str, Limits, str]) -> tuple[str, object]:
-    """Worker entry: one file -> ("mem", results) or ("spool", temp path) for big files."""
+    """Worker entry: one file -> ("mem", rows) or ("spool", temp path) for big files."""
     path, rel, limits, spool_dir = args
     p = Path(path)
     try:
@@ -47,15 +110,15 @@ def _task(args: tuple[str, str, Limits, str]) -> tuple[str, object]:
     except OSError:
         big = False
     if not big:
-        return "mem", list(_process(p, rel, limits))
+        return "mem", list(_rows(p, rel, limits))
     fd, tmp = tempfile.mkstemp(suffix=".pkl", dir=spool_dir)
     with os.fdopen(fd, "wb") as f:
-        for item in _process(p, rel, limits):
+        for item in _rows(p, rel, limits):
             pickle.dump(item, f, protocol=pickle.HIGHEST_PROTOCOL)
     return "spool", tmp
 
 
-def _unspool(kind: str, payload) -> Iterator[tuple[Outcome, object]]:
+def _unspool(kind: str, payload) -> Iterator[tuple]:
     if kind == "mem":
         yield from payload
         return
@@ -73,7 +136,7 @@ def _unspool(kind: str, payload) -> Iterator[tuple[Outcome, object]]:
 def _results(files: list[tuple[Path, str]], limits: Limits, workers: int, spool_dir: str):
     if workers <= 1:
         for path, rel in files:
-            yield from _process(path, rel, limits)
+            yield from _rows(path, rel, limits)
         return
     import multiprocessing as mp
 
@@ -118,27 +181,20 @@ def clean_paths(inputs: Iterable[str | os.PathLike], out_dir: str | os.PathLike,
     n_clean = n_rej = 0
     dedup = Deduper(near_threshold)
     with tempfile.TemporaryDirectory(dir=out, prefix=".spool-") as spool, \
-            open(out / "clean.jsonl", "w", encoding="utf-8") as fc, \
-            open(out / "rejects.jsonl", "w", encoding="utf-8") as fr:
-        for rec, sig in _results(files, limits, workers, spool):
-            if rec.reason is None:
-                dup = dedup.check(rec.id, sig)
-                if dup:
-                    rec.reason, rec.detail = "duplicate", f"{dup[0]} duplicate of {dup[1]}"
-                    rec.original = {"title": rec.title, "body": rec.body}
-            if rec.reason is None:
-                fixes.update(rec.fixes)  # counted on kept records: what the clean set went through
-                n_clean += 1
-                _dump(fc, {"id": rec.id, "title": rec.title, "body": rec.body,
-                           "source": rec.source, "fixes": rec.fixes})
-            else:
-                n_rej += 1
-                reasons[rec.reason] += 1
-                row = {"id": rec.id, "source": rec.source, "reason": rec.reason, "detail": rec.detail,
-                       "fixes": rec.fixes, "original": rec.original}
-                if rec.raw_b64 is not None:
-                    row["raw_b64"] = rec.raw_b64
-                _dump(fr, row)
+            open(out / "clean.jsonl", "wb", buffering=1 << 20) as fc, \
+            open(out / "rejects.jsonl", "wb", buffering=1 << 20) as fr:
+        for reason, rid, sig, rec_fixes, payload in _results(files, limits, workers, spool):
+            if reason is None:
+                dup = dedup.check(rid, sig)
+                if not dup:
+                    fixes.update(rec_fixes)  # counted on kept records: what the clean set went through
+                    n_clean += 1
+                    fc.write(_clean_line(payload))
+                    continue
+                reason, payload = "duplicate", _duplicate_line(payload, f"{dup[0]} duplicate of {dup[1]}")
+            n_rej += 1
+            reasons[reason] += 1
+            fr.write(payload)
     secs = time.perf_counter() - t0
     n = n_clean + n_rej
     report = {

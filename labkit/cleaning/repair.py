@@ -54,11 +54,31 @@ def _with_traditional(phrases):
     return sorted(out, key=len, reverse=True)  # longest first: 点击查看更多 before 点击查看
 
 
-BOILERPLATE = re.compile(
-    "|".join(re.escape(p) for p in _with_traditional(_FURNITURE))
+_PHRASES = _with_traditional(_FURNITURE)
+BOILERPLATE = re.compile(  # the definition; drop_furniture runs the equivalent split below
+    "|".join(re.escape(p) for p in _PHRASES)
     + r"|Copyright|All Rights Reserved|©|\(c\)\s*\d{4}|(?:来源|來源)[:：]\S{0,12}$",
     re.I,
 )
+# The same search, split for speed (profiled: the single re.I alternation was ~7% of a run's CPU):
+# re.I disables sre's first-character scan, so the uncased (CJK) phrases go in a case-sensitive
+# pattern whose alternatives all start with a literal -- sre then only tries them where such a
+# character occurs -- and only the few cased ones (Copyright, ICP备...) stay re.I.  `_furniture_at`
+# returns the start BOILERPLATE.search would (the leftmost of the two).
+_CASED = [p for p in _PHRASES if any(c.lower() != c.upper() for c in p)]
+_FURN_PLAIN = re.compile("|".join(re.escape(p) for p in _PHRASES if p not in _CASED)
+                         + r"|©|来源[:：]\S{0,12}$|來源[:：]\S{0,12}$")
+_FURN_CASED = re.compile("|".join(re.escape(p) for p in _CASED)
+                         + r"|Copyright|All Rights Reserved|\(c\)\s*\d{4}", re.I)
+
+
+def _furniture_at(line: str, cut: int) -> int | None:
+    a, b = _FURN_PLAIN.search(line, cut), _FURN_CASED.search(line, cut)
+    if a is None:
+        return None if b is None else b.start()
+    return a.start() if b is None else min(a.start(), b.start())
+
+
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 _CODE_HINT = re.compile(r"function\s*\(|\bvar\s+\w|\bconst\s+\w|\blet\s+\w|=>|document\.|window\.|\}\s*\)|[{};]\s*$|^\s*[.#]?[\w-]+\s*\{")
 _SENTENCE_END = ("。", "！", "？", "!", "?", "”", "」", "…")
@@ -102,11 +122,11 @@ def drop_furniture(body: str) -> tuple[str, list[str]]:
     for line in body.split("\n"):
         # furniture is a short line or a short clause at a line's end: only the tail can hold it
         cut = max(0, len(line) - _MAX_BOILERPLATE_LINE)
-        m = BOILERPLATE.search(line, cut)
-        if m:
+        at = _furniture_at(line, cut)
+        if at is not None:
             fixes.add("boilerplate_removed")
             # "……完成建设。责任编辑：张三": keep the sentence, drop the appended furniture
-            head = line[: m.start()].rstrip()
+            head = line[:at].rstrip()
             if head.endswith(_SENTENCE_END):
                 kept.append(head)
         elif is_code(line):
