@@ -73,6 +73,8 @@ _FOLD_CP = np.arange(0x10000, dtype=np.uint32)  # the same folding on code point
 for _c, _v in _FOLD.items():
     _FOLD_CP[_c] = 0 if _v is None else ord(_v)
 _FOLD_CP[0] = 0
+_FOLD_ALL = np.arange(0x110000, dtype=np.uint32)  # every code point (astral ones unchanged): one lookup
+_FOLD_ALL[:0x10000] = _FOLD_CP
 
 
 def fold_for_signature(text: str) -> str:
@@ -93,10 +95,7 @@ class Signature:
 
 def _folded_codepoints(text: str) -> np.ndarray:
     """`fold_for_signature(text)` as uint32 code points, vectorised (a table lookup and a mask)."""
-    cps = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-    folded = _FOLD_CP[np.minimum(cps, 0xFFFF)]
-    if len(cps) and cps.max() > 0xFFFF:
-        folded = np.where(cps > 0xFFFF, cps, folded)
+    folded = _FOLD_ALL[np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)]
     return folded[folded != 0]
 
 

@@ -107,8 +107,18 @@ def normalize_title(text: str) -> str:
 
 def normalize_body(text: str) -> str:
     """NFC; each line trimmed (incl. the 　　 paragraph indent), spaces collapsed, blank lines dropped."""
-    lines = (_HSPACE.sub(" ", ln).strip(" \u3000") for ln in unicodedata.normalize("NFC", text).split("\n"))
+    # one regex pass over the whole text (_HSPACE never matches a line break), then per-line trims
+    lines = (ln.strip(" \u3000") for ln in _HSPACE.sub(" ", unicodedata.normalize("NFC", text)).split("\n"))
     return "\n".join(ln for ln in lines if ln)
+
+
+_MESSY_WS = re.compile(r"^\s|\s$|\s\s|[^\S ]")
+
+
+def is_normalized_line(line: str) -> bool:
+    """`normalize_title(line) == line`, without building the normalised copy: NFC already and its
+    only whitespace single spaces inside the line (normalize_title changes exactly those)."""
+    return unicodedata.is_normalized("NFC", line) and not _MESSY_WS.search(line)
 
 
 def is_code(line: str) -> bool:

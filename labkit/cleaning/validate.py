@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 from labkit.cleaning.extract import extract_article, looks_like_markup, strip_markup
 from labkit.cleaning.readers import RawRecord
-from labkit.cleaning.repair import (drop_furniture, has_damage, normalize_body, normalize_title,
-                                    repair_mojibake, strip_controls)
+from labkit.cleaning.repair import (drop_furniture, has_damage, is_normalized_line, normalize_body,
+                                    normalize_title, repair_mojibake, strip_controls)
 
 _SCRIPTY = {"script", "style", "noscript", "template"}
 _ROWS = ("jsonl", "csv", "tsv")
@@ -51,7 +51,7 @@ class Outcome:
 def _messy_whitespace(text: str, count_blank_lines: bool) -> bool:
     """Indentation, trailing or doubled spaces, tabs -- and blank lines, unless markup removal made them."""
     lines = text.strip("\r\n").split("\n")  # keep the first line's indentation: it is the dirt
-    if any(ln and normalize_title(ln) != ln for ln in lines):
+    if any(ln and not is_normalized_line(ln) for ln in lines):
         return True
     return count_blank_lines and any(not ln.strip() for ln in lines)
 
