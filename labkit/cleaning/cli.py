@@ -7,6 +7,7 @@ that cannot be written).
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 
 from labkit.cli_errors import UsageError, existing_path, nonneg_int, positive_int, writable_dir
@@ -75,10 +76,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _datatrove(args: argparse.Namespace, limits: dict) -> dict | None:
-    try:
-        import datatrove  # noqa: F401
-    except ModuleNotFoundError:
-        raise UsageError("--engine datatrove needs datatrove: run `make setup` (or pip install -e '.[scale]')") from None
+    # an optional extra (the slim cleaning image leaves it out): ask for it without importing it
+    if importlib.util.find_spec("datatrove") is None:
+        raise UsageError("--engine datatrove needs datatrove: run `make setup` (or pip install -e '.[scale]')")
     from labkit.cleaning.distributed import clean_distributed
 
     slurm = {"partition": args.slurm_partition} if args.slurm_partition else None
