@@ -44,6 +44,14 @@ def test_deterministic_for_a_seed():
     assert a == b
 
 
+def test_stop_after_is_a_prefix_of_the_same_schedule():
+    kw = dict(steps=6, schedule="cosine", warmup_steps=2)
+    full = _trainer(small_model(V()), **kw).fit()
+    prefix = _trainer(small_model(V()), stop_after=3, **kw).fit()
+    assert prefix.steps == [1, 2, 3] and prefix.samples == 3 * 16
+    assert prefix.loss == full.loss[:3] and prefix.lr == full.lr[:3]
+
+
 def test_resume_continues_with_identical_losses(tmp_path):
     kw = dict(steps=8, batch_size=8, grad_accum=2, ckpt_dir=str(tmp_path), ckpt_every=2, ckpt_keep=0,
               schedule="cosine", warmup_steps=2)

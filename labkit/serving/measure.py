@@ -2,7 +2,8 @@
 
 Steps (one process, no HTTP): PyTorch `generate` one request at a time -> ONNX fp32 ->
 ONNX int8 -> int8 with 16 requests batched into one call.  Servers (real processes on
-127.0.0.1): the baseline pipeline server, and the async API in front of Triton.
+127.0.0.1): the baseline pipeline server, and the async API in front of Triton (`served_stack()`:
+without Triton installed, the API's own ONNX Runtime micro-batcher).
 """
 from __future__ import annotations
 
@@ -15,9 +16,16 @@ import numpy as np
 
 from labkit.serving.loadgen import LoadResult, open_loop, run_sync, sweep
 from labkit.serving.process import ServerProcess, free_port, labkit_argv
+from labkit.serving.availability import triton_available
 from labkit.serving.triton import start_triton
 
 SERVERS = ("baseline", "api+triton", "api+ort")
+
+
+def served_stack() -> str:
+    """The fast stack notebook 08 serves: "api+triton" where Triton is installed, else "api+ort" (the API's
+    in-process ONNX Runtime micro-batcher, same int8 model; `labkit.serving.availability`)."""
+    return "api+triton" if triton_available() else "api+ort"
 
 
 def time_calls(fn: Callable[[], object], repeats: int, warmup: int = 2) -> np.ndarray:

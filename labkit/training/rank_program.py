@@ -54,6 +54,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
            "Chinese T5 or an earlier --save-model); its tokenizer is used and --preset is ignored. Not --resume")
     a("--out", type=writable_dir, default=os.environ.get(OUT_ENV) or "runs/train", help="output directory (default $LABKIT_OUT or runs/train)")
     a("--steps", type=nonneg_int, default=20, help="optimizer steps; 0 = join the job, report the launch, exit")
+    a("--stop-after", type=nonneg_int, default=0,
+      help="stop after this many optimizer steps, the schedule still spanning --steps (a prefix of the run; 0 = all)")
     a("--batch-size", type=positive_int, default=8, help="examples per optimizer micro-step, per process (default 8)")
     a("--grad-accum", type=positive_int, default=1, help="micro-steps accumulated per optimizer step (default 1)")
     a("--lr", type=positive_float, default=1e-3, help="peak learning rate (default 1e-3)")
@@ -325,7 +327,7 @@ def _train(args, env, dev, data: Path, report: RankReport, param_checksum, torch
     local_loss: list[float] = []
     _hooks(model, report, args, env, local_loss)
     ckpt = Path(args.out) / "ckpt"
-    cfg = TrainConfig(steps=args.steps, batch_size=args.batch_size, grad_accum=args.grad_accum, lr=args.lr,
+    cfg = TrainConfig(steps=args.steps, stop_after=args.stop_after, batch_size=args.batch_size, grad_accum=args.grad_accum, lr=args.lr,
                       schedule=args.schedule, warmup_steps=args.warmup_steps, clip=args.clip, set_epoch=args.set_epoch,
                       seed=seed, monitor=args.grad_monitor, eval_every=args.eval_every,
                       log_dir=str(Path(args.out) / "tb") if args.tensorboard else None,

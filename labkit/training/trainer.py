@@ -31,6 +31,7 @@ class NonFiniteError(FloatingPointError):
 @dataclass
 class TrainConfig:
     steps: int = 150
+    stop_after: int = 0            # stop after this many steps (0 = steps); the schedule still spans `steps`
     batch_size: int = 16           # per micro-batch (and per process under DDP)
     lr: float = 1e-3
     weight_decay: float = 0.01
@@ -230,13 +231,14 @@ class Trainer:
 
     # ---- the loop -----------------------------------------------------------
     def fit(self, resume_from: str | None = None) -> History:
-        """Train for `cfg.steps` optimizer steps (continuing from a checkpoint if given).
+        """Train for `cfg.steps` optimizer steps, or the first `cfg.stop_after` of them (continuing from a checkpoint if given).
 
         Each step: the next `grad_accum` micro-batches, backward, clip and measure, update
         (`_train_step`); record it (`_record`); checkpoint and evaluate when they are due.
         """
         run = self._start(resume_from)
-        while run.step < self.cfg.steps:
+        last = min(self.cfg.stop_after or self.cfg.steps, self.cfg.steps)
+        while run.step < last:
             micro = self._next_micro_batches(run)
             batches = [self._collate(idx) for idx in micro]
             run.hist.seen.extend(i for idx in micro for i in idx)

@@ -1,0 +1,41 @@
+"""Notebook 08's measuring helpers without Triton: the served stack falls back to the API's in-process
+ONNX Runtime micro-batcher (`api+ort`), started and stopped by `measure.start_stack`/`load_test`."""
+from __future__ import annotations
+
+from contextlib import ExitStack
+
+import pytest
+
+import serving_helpers as h
+from labkit.serving import measure
+
+pytestmark = pytest.mark.timeout(240)
+
+
+def test_served_stack_follows_triton_availability(monkeypatch):
+    monkeypatch.setattr(measure, "triton_available", lambda: False)
+    assert measure.served_stack() == "api+ort"
+    monkeypatch.setattr(measure, "triton_available", lambda: True)
+    assert measure.served_stack() == "api+triton"
+
+
+def test_without_triton_the_api_ort_stack_answers(monkeypatch, tmp_path_factory, tmp_path):
+    monkeypatch.setattr(measure, "triton_available", lambda: False)
+    monkeypatch.setattr(measure, "start_triton", lambda *a, **k: pytest.fail("Triton must not start"))
+    art = h.artifacts(tmp_path_factory.getbasetemp() / "serving")
+    kind = measure.served_stack()
+    with ExitStack() as stack:
+        srv = measure.start_stack(kind, stack, art["model"], art["int8"], tmp_path / "logs", threads=1,
+                                  max_source_len=64)
+        import httpx
+
+        r = httpx.post(srv.url + "/v1/generate", json={"task": "title", "text": h.texts(1)[0]}, timeout=30)
+        assert r.status_code == 200, r.text
+        assert isinstance(r.json()["output"], str)
+    # the same path notebook 08 takes: a (tiny) load test plus the asked titles
+    answers: list = []
+    runs = measure.load_test(kind, art["model"], art["int8"], [{"task": "title", "text": t} for t in h.texts(4)],
+                             (1,), 4, 5.0, tmp_path / "logs2", answers=answers,
+                             ask=[{"task": "title", "text": h.texts(1)[0]}], threads=1, max_source_len=64)
+    assert runs[0].server == "api+ort" and runs[0].errors == 0
+    assert len(answers) == 1 and "output" in answers[0]
