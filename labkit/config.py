@@ -90,11 +90,15 @@ PROFILES: dict[str, Config] = {
 NOTEBOOK_SIZES: dict[str, dict[str, dict]] = {
     "smoke": {
         # the cleaning experiment's own budget: at 150 steps / lr 1e-3 the tiny model writes no title
-        "02_cleaning_pipeline": dict(STEPS=400, LR=5e-3),
+        # 400 steps at lr 5e-3 per arm; 96 source tokens hold the dateline and the lead sentence (every title slot;
+        # 128 only adds filler) and 1 torch thread (2 threads on 2 shared cores spin-wait: 3-7x the CPU seconds)
+        "02_cleaning_pipeline": dict(STEPS=400, LR=5e-3, MAX_SOURCE_LEN=96, THREADS=1),
         "03_memory_and_accumulation": dict(N_ARTICLES=120, BATCHES=[4, 8, 16], SEQ_LENS=[64, 128, 256],
                                            ACCUM_STEPS=12),
-        # 60 steps and 8 hostile samples: every seed 0-5 spikes after the monitor's 10-step warm-up
-        "06_exploding_gradients": dict(N_ARTICLES=200, STEPS=60, BATCH=8, N_HOSTILE=8),
+        # 60 steps and 8 hostile samples: every seed 0-5 spikes after the monitor's 10-step warm-up;
+        # 1 torch thread: a tiny model gains nothing from a second one, and on 2 shared cores two threads
+        # spin-wait for each other (3-7x the CPU seconds per step measured)
+        "06_exploding_gradients": dict(N_ARTICLES=200, STEPS=60, BATCH=8, N_HOSTILE=8, THREADS=1),
         # titles need the budget: at 100 steps / lr 3e-3 the served model wrote "州，同比比比…"; 600 steps at lr 5e-3 (titles
         # get 1/3 of the examples) write recognisable titles, affordable with 64 source tokens (~1.8x faster than 128)
         # and a 1-process reference run over the first 100 steps of the same schedule only
@@ -105,10 +109,11 @@ NOTEBOOK_SIZES: dict[str, dict[str, dict]] = {
                               OPEN_RATE=8.0, OPEN_SECONDS=3.0, ISOLATION_REPEATS=12),
     },
     "full": {
-        "02_cleaning_pipeline": dict(STEPS=PROFILES["full"].steps, LR=PROFILES["full"].lr),
+        "02_cleaning_pipeline": dict(STEPS=PROFILES["full"].steps, LR=PROFILES["full"].lr,
+                                     MAX_SOURCE_LEN=PROFILES["full"].max_source_len, THREADS=0),
         "03_memory_and_accumulation": dict(N_ARTICLES=2000, BATCHES=[4, 8, 16, 32], SEQ_LENS=[128, 256, 512],
                                            ACCUM_STEPS=50),
-        "06_exploding_gradients": dict(N_ARTICLES=5000, STEPS=1000, BATCH=32, N_HOSTILE=100),
+        "06_exploding_gradients": dict(N_ARTICLES=5000, STEPS=1000, BATCH=32, N_HOSTILE=100, THREADS=0),
         "07_multitask_distributed_training": dict(N_ARTICLES=PROFILES["full"].corpus_size, STEPS=PROFILES["full"].steps,
                                                   LR=PROFILES["full"].lr, COMPARE_STEPS=PROFILES["full"].steps,
                                                   MAX_SOURCE_LEN=PROFILES["full"].max_source_len),
