@@ -24,7 +24,6 @@ FIX_CLAIMS = {
     "02_cleaning_pipeline": {
         "clean set reaches a lower eval loss",
         "clean set reaches a higher ROUGE-L",
-        "clean model repeats itself less across articles",
     },
     "03_memory_and_accumulation": {
         "batch 16 vs 4x4 accumulation: max |grad difference|",
