@@ -39,3 +39,18 @@ def test_without_triton_the_api_ort_stack_answers(monkeypatch, tmp_path_factory,
                              ask=[{"task": "title", "text": h.texts(1)[0]}], threads=1, max_source_len=64)
     assert runs[0].server == "api+ort" and runs[0].errors == 0
     assert len(answers) == 1 and "output" in answers[0]
+
+
+def test_the_served_title_floor_applies_only_to_notebook_07s_fixed_model(tmp_path):
+    import json
+
+    from labkit.serving.measure import title_floor_skip
+
+    nb07 = tmp_path / "07"
+    assert "trained here" in title_floor_skip("trained here (tiny, smoke)", nb07)
+    assert "does not say" in title_floor_skip("notebook 07", nb07)
+    nb07.mkdir()
+    for fix, expected in ((True, None), (False, "FIX=False")):
+        (nb07 / "results.json").write_text(json.dumps({"metrics": {"fix": fix}}), encoding="utf-8")
+        got = title_floor_skip("notebook 07", nb07)
+        assert got == expected if expected is None else expected in got

@@ -7,6 +7,7 @@ without Triton installed, the API's own ONNX Runtime micro-batcher).
 """
 from __future__ import annotations
 
+import json
 import time
 from contextlib import ExitStack
 from pathlib import Path
@@ -146,6 +147,21 @@ def model_for_serving(cfg, out_dir: Path, model_dir: str | Path = "", fallback: 
     arts = generate(cfg.corpus_size, seed=cfg.seed)
     trained = train_generator(arts, [], cfg)
     return trained.save(Path(out_dir) / "model"), "trained here (tiny, smoke)"
+
+
+def title_floor_skip(origin: str, notebook07_dir: str | Path) -> str | None:
+    """Why notebook 08's served-title floor does not apply to the served model, or None when it does.
+
+    The floor was measured for the finale's model: notebook 07 trained with its fix (FIX=True, recorded
+    as its `fix` metric). A model given by hand, trained here as a fallback, or from 07 run with its fix
+    removed is served and scored all the same, but the floor says nothing about it."""
+    if origin != "notebook 07":
+        return f"the floor is measured for notebook 07's model; this one was {origin}"
+    try:
+        fix = json.loads((Path(notebook07_dir) / "results.json").read_text(encoding="utf-8"))["metrics"]["fix"]
+    except (OSError, ValueError, KeyError):
+        return "notebook 07's results.json does not say how its model was trained"
+    return None if fix else "notebook 07 ran with FIX=False (no sampler): the floor is for its fixed run"
 
 
 def results_table(results: Sequence[LoadResult]):
