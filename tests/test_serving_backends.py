@@ -7,6 +7,7 @@ import threading
 import pytest
 
 from labkit.serving import backends
+from labkit.serving.process import free_port
 from labkit.serving.api import ApiSettings, create_app
 from labkit.serving.backends import BackendError, BackendUnavailable
 
@@ -252,3 +253,36 @@ def test_triton_batches_never_exceed_the_models_max_batch_size():
     outs, max_batch = asyncio.run(go())
     assert outs == ["out0", "out1", "out0", "out1", "out0"]
     assert fake.sizes == [2, 2, 1] and max_batch == 2
+
+
+# ---- Triton down or refusing: the errors the API turns into 503 / 502 ---------------
+
+@pytest.mark.parametrize("status, msg, kind", [
+    ("503", "Request for unknown model: 'labkit_t5' is not ready", BackendUnavailable),        # HTTP
+    ("StatusCode.UNAVAILABLE", "failed to connect to all addresses", BackendUnavailable),     # gRPC, down
+    ("400", "unknown task(s) ['poem']: choose one of ('title', 'summary', 'keywords')", BackendError),
+    ("StatusCode.INTERNAL", "ONNX Runtime failed", BackendError),
+])
+def test_triton_errors_map_to_503_or_502(status, msg, kind):
+    from tritonclient.utils import InferenceServerException
+
+    err = backends._triton_error(InferenceServerException(msg, status=status), "127.0.0.1:1", "labkit_t5")
+    assert type(err) is kind and (msg in str(err) or "unreachable" in str(err))
+
+
+@pytest.mark.parametrize("make", [
+    lambda port: backends.TritonBackend(f"127.0.0.1:{port}"),
+    lambda port: backends.TritonBatcher(f"127.0.0.1:{port}"),
+    lambda port: backends.TritonBatcher(f"grpc://127.0.0.1:{port}"),
+], ids=["per-request http", "batched http", "batched grpc"])
+def test_a_triton_that_is_down_is_not_ready_and_unavailable(make):
+    async def go():
+        backend = make(free_port())
+        try:
+            assert await backend.ready() is False
+            with pytest.raises(BackendUnavailable, match="unreachable|no ready model"):
+                await asyncio.wait_for(backend.generate("title", "北京今日发布新闻。"), 20)
+        finally:
+            await backend.close()
+
+    asyncio.run(go())

@@ -24,7 +24,23 @@ class BackendError(RuntimeError):
     """The model server answered with an error for this request."""
 
 
-class TritonBackend:
+class _TritonModel:
+    """What both Triton clients share: the model's name and a tritonclient asyncio client (`self.client`)."""
+
+    model_name: str
+    client: object
+
+    async def ready(self) -> bool:
+        try:
+            return bool(await self.client.is_model_ready(self.model_name))
+        except Exception:  # down, refused, reset: all mean "not ready"
+            return False
+
+    async def close(self) -> None:
+        await self.client.close()
+
+
+class TritonBackend(_TritonModel):
     """Forward each request to Triton's HTTP endpoint (tritonclient's asyncio client), one by one.
 
     The setting before `TritonBatcher` (`labkit serve api --no-front-batching`): Triton's dynamic
@@ -53,24 +69,10 @@ class TritonBackend:
             res = await self.client.infer(self.model_name, inputs,
                                           outputs=[self._http.InferRequestedOutput("output")])
         except InferenceServerException as exc:
-            msg = str(exc)
-            if str(exc.status() or "") == "503" or "not ready" in msg.lower() or "unavailable" in msg.lower():
-                raise BackendUnavailable(f"Triton at {self.url} has no ready model {self.model_name!r}: {msg}") from exc
-            raise BackendError(f"Triton error: {msg}") from exc
+            raise _triton_error(exc, self.url, self.model_name) from exc
         except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as exc:
-            raise BackendUnavailable(
-                f"Triton at {self.url} is unreachable ({type(exc).__name__}); start it with `labkit serve triton`"
-            ) from exc
+            raise _unreachable(self.url, exc) from exc
         return res.as_numpy("output").reshape(-1)[0].decode("utf-8")
-
-    async def ready(self) -> bool:
-        try:
-            return bool(await self.client.is_model_ready(self.model_name))
-        except Exception:  # down, refused, reset: all mean "not ready"
-            return False
-
-    async def close(self) -> None:
-        await self.client.close()
 
 
 @dataclass
@@ -205,7 +207,7 @@ class MicroBatcher(_Batching):
         self._pool.shutdown(wait=False, cancel_futures=True)
 
 
-class TritonBatcher(_Batching):
+class TritonBatcher(_TritonModel, _Batching):
     """Batch in the API, then send each batch to Triton as ONE inference request (gRPC or HTTP).
 
     Per request the API would otherwise pay a Triton round trip, and Triton a request through
@@ -275,15 +277,9 @@ class TritonBatcher(_Batching):
             raise _unreachable(self.url, exc) from exc
         return [o.decode("utf-8") for o in res.as_numpy("output").reshape(-1)]
 
-    async def ready(self) -> bool:
-        try:
-            return bool(await self.client.is_model_ready(self.model_name))
-        except Exception:  # down, refused, reset: all mean "not ready"
-            return False
-
     async def close(self) -> None:
-        await super().close()
-        await self.client.close()
+        await _Batching.close(self)       # stop forming batches first,
+        await _TritonModel.close(self)    # then drop the connection
 
 
 def _triton_error(exc, url: str, model_name: str) -> Exception:
