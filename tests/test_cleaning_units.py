@@ -94,6 +94,13 @@ def test_boilerplate_lines_and_trailing_clauses_are_removed():
     assert fixes == ["boilerplate_removed", "script_removed"]
 
 
+def test_a_sentence_ending_in_a_half_width_period_survives_its_footer():
+    # sites typed with Western punctuation end sentences in "." or "．": the sentence stays, the footer goes
+    body = "新机场今年投入使用.责任编辑：张三\n新线路下月开通．编辑：李四\n点击查看更多"
+    out, fixes = drop_furniture(body)
+    assert out == "新机场今年投入使用.\n新线路下月开通．" and fixes == ["boilerplate_removed"]
+
+
 def test_traditional_character_furniture_is_removed_too():
     # Big5 pages (Taiwan / Hong Kong sites) carry the same footers in traditional characters
     body = "市政府今日公布新措施。責任編輯：王小明\n免責聲明：本站內容僅供參考\n版權所有 未經授權禁止轉載\n新措施下月起實施。"

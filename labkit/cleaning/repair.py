@@ -81,7 +81,9 @@ def _furniture_at(line: str, cut: int) -> int | None:
 
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 _CODE_HINT = re.compile(r"function\s*\(|\bvar\s+\w|\bconst\s+\w|\blet\s+\w|=>|document\.|window\.|\}\s*\)|[{};]\s*$|^\s*[.#]?[\w-]+\s*\{")
-_SENTENCE_END = ("。", "！", "？", "!", "?", "”", "」", "…")
+# "．" (full-width) and "." end sentences on sites typed with Western punctuation: a sentence before
+# "编辑：张三" ending in one must be kept like one ending in "。"
+_SENTENCE_END = ("。", "！", "？", "!", "?", "”", "」", "…", "．", ".", "｡")
 _MAX_BOILERPLATE_LINE = 80  # a boilerplate line is short; a long line mentioning 来源 is article text
 
 
