@@ -273,6 +273,10 @@ def test_chain_from_a_crawl_folder_to_an_answered_request(tmp_path):
     r = _timed(t, "export", [lk, "export", "--model", str(run / "model"), "--out", str(onnx), "--int8", "--n", "6",
                              "--max-new-tokens", "8"], 300)
     assert "fp32 parity: 6/6" in r.stdout
+    from labkit.text.tokenizer import trained_source_len
+
+    # the server below is given no --max-source-len: it truncates at the 64 tokens training used
+    assert trained_source_len(run / "model") == trained_source_len(onnx) == 64
     port = free_port()
     t0 = time.perf_counter()
     log = open(tmp_path / "serve.log", "wb")

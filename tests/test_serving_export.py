@@ -106,3 +106,22 @@ def test_bad_inputs_name_the_fix(tmp_path, art):
         quantize_int8(art["fp32"], art["fp32"])
     with pytest.raises(FileNotFoundError, match="export_onnx"):
         quantize_int8(tmp_path, tmp_path / "q")
+
+
+def test_the_generator_truncates_where_training_did(art, tmp_path):
+    """No --max-source-len: the export folder's tokenizer says how long the training inputs were."""
+    import json
+    import shutil
+
+    from labkit.serving.ort_generate import OrtGenerator
+    from labkit.text.tokenizer import DEFAULT_SOURCE_LEN
+
+    assert OrtGenerator(art["int8"], threads=1).max_source_len == DEFAULT_SOURCE_LEN   # nothing recorded
+    folder = shutil.copytree(art["int8"], tmp_path / "int8")
+    cfg_path = folder / "tokenizer_config.json"
+    cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
+    cfg_path.write_text(json.dumps({**cfg, "model_max_length": 48}), encoding="utf-8")
+    gen = OrtGenerator(folder, threads=1)
+    ids, _ = gen.encode(["标题：" + "新" * 300])
+    assert gen.max_source_len == 48 and ids.shape == (1, 48)
+    assert OrtGenerator(folder, threads=1, max_source_len=32).encode(["新" * 300])[0].shape == (1, 32)  # given wins

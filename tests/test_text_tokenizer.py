@@ -52,3 +52,29 @@ def test_bad_input_errors(tmp_path):
         train_tokenizer(["", "  "])
     with pytest.raises(FileNotFoundError, match="tokenizer.json"):
         load_tokenizer(tmp_path)
+
+
+def test_the_training_input_length_travels_with_the_saved_tokenizer(tmp_path):
+    """Serving truncates where training did: the length is the tokenizer's model_max_length on disk."""
+    from labkit.text.tokenizer import DEFAULT_SOURCE_LEN, save_with_source_len, trained_source_len
+
+    tok = tokenizer()
+    in_memory = tok.model_max_length
+    save_with_source_len(tok, tmp_path / "trained", 64)
+    assert trained_source_len(tmp_path / "trained") == 64
+    assert tok.model_max_length == in_memory                      # the object in memory is untouched
+    loaded = AutoTokenizer.from_pretrained(tmp_path / "trained")
+    assert len(loaded("中" * 300, truncation=True)["input_ids"]) == 64   # and the field's own truncation obeys it
+    save_with_source_len(tok, tmp_path / "unrecorded", None)
+    assert trained_source_len(tmp_path / "unrecorded") == DEFAULT_SOURCE_LEN  # labkit's "no limit" is not a length
+    assert trained_source_len(tmp_path / "missing", default=96) == 96
+
+
+def test_a_saved_recipe_model_records_its_training_length(tmp_path):
+    from labkit.model import build_model
+    from labkit.text.tokenizer import trained_source_len
+    from labkit.training.recipes import Trained
+
+    tok = tokenizer()
+    Trained(build_model("tiny", len(tok)), tok, history=None, max_source_len=96).save(tmp_path / "m")
+    assert trained_source_len(tmp_path / "m") == 96

@@ -184,7 +184,7 @@ class MicroBatcher(_Batching):
     name = "ort-microbatch"
 
     def __init__(self, onnx_dir: str | Path, max_batch: int = 32, max_delay_ms: float = 2.0, threads: int = 0,
-                 max_source_len: int = 128, adaptive: bool = True):
+                 max_source_len: int = 0, adaptive: bool = True):
         from labkit.serving.ort_generate import OrtGenerator, serving_threads
 
         super().__init__(max_batch, max_delay_ms, adaptive)

@@ -12,10 +12,13 @@ import time
 from pathlib import Path
 
 from labkit.serving.schema import MAX_NEW_TOKENS, GenerateRequest, GenerateResponse, model_input
+from labkit.text.tokenizer import trained_source_len
 
 
-def create_app(model_dir: str | Path, max_source_len: int = 128, threads: int = 0):
-    """FastAPI app with `POST /v1/generate` and `GET /health`, backed by a PyTorch pipeline."""
+def create_app(model_dir: str | Path, max_source_len: int = 0, threads: int = 0):
+    """FastAPI app with `POST /v1/generate` and `GET /health`, backed by a PyTorch pipeline.
+
+    `max_source_len` 0: the input length the model was trained with (`trained_source_len`)."""
     import os
 
     import torch
@@ -24,7 +27,7 @@ def create_app(model_dir: str | Path, max_source_len: int = 128, threads: int = 
 
     torch.set_num_threads(threads or (os.cpu_count() or 1))
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    tokenizer.model_max_length = max_source_len  # the pipeline truncates to this
+    tokenizer.model_max_length = max_source_len or trained_source_len(model_dir)  # the pipeline truncates to this
     model = AutoModelForSeq2SeqLM.from_pretrained(model_dir).eval()
     pipe = pipeline("text2text-generation", model=model, tokenizer=tokenizer, device="cpu")
     lock = threading.Lock()

@@ -61,7 +61,7 @@ def int8_export(model_dir: Path, out: Path) -> Path:
     return out
 
 
-def isolated_generator(int8_dir: Path, threads: int, max_source_len: int = 128):
+def isolated_generator(int8_dir: Path, threads: int, max_source_len: int = 0):
     from labkit.serving.ort_generate import OrtGenerator, serving_threads
 
     return OrtGenerator(int8_dir, threads=serving_threads(threads), max_source_len=max_source_len)
@@ -133,7 +133,7 @@ class Comparison:
 
 def compare(int8_dir: Path, model_dir: Path | None, payloads: Sequence[dict], log_dir: Path, rounds: int = 2,
             requests: int = 160, seconds: float = 8.0, threads: int = 0, max_batch: int = 32,
-            front_delay_us: int = 10_000, max_source_len: int = 128, settings: Sequence[str] = ("before", "now"),
+            front_delay_us: int = 10_000, max_source_len: int = 0, settings: Sequence[str] = ("before", "now"),
             baseline: bool = True) -> Comparison:
     """Everything in one run (see the module docstring); `rounds` alternations of the served settings."""
     from labkit.serving.ort_generate import serving_threads

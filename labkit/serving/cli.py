@@ -117,13 +117,16 @@ def _api(args) -> int:
 
 # what --threads 0 means, per server (labkit.serving.baseline / ort_generate.serving_threads)
 ALL_CORES = "compute threads (0 = all cores; default 0)"
+SOURCE_LEN_HELP = ("input tokens kept (0 = what the model was trained with, recorded in its tokenizer by "
+                   "labkit train; else 128; default 0)")
 ALL_BUT_ONE = "ONNX Runtime threads (0 = all cores but one, left for the event loop and HTTP; default 0)"
 
 
 def _common(p: argparse.ArgumentParser, default_port: int, threads_help: str) -> None:
     p.add_argument("--port", type=tcp_port, default=default_port, help=f"port on {LOOPBACK} (default {default_port})")
     p.add_argument("--threads", type=nonneg_int, default=0, help=threads_help)
-    p.add_argument("--max-source-len", type=positive_int, default=128, help="input tokens kept (truncation; default 128)")
+    p.add_argument("--max-source-len", type=nonneg_int, default=0,
+                   help=SOURCE_LEN_HELP)
 
 
 def _batching(p: argparse.ArgumentParser) -> None:

@@ -21,7 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from labkit.cli_errors import RunFailed, UsageError, nonneg_float, positive_int, writable_dir
+from labkit.cli_errors import RunFailed, UsageError, nonneg_float, nonneg_int, positive_int, writable_dir
+from labkit.serving.cli import SOURCE_LEN_HELP
 
 
 def _fraction(value: str) -> float:
@@ -44,7 +45,8 @@ def register(subparsers) -> None:
                    help="records for the parity check (formats of labkit train --data; default: generated articles)")
     p.add_argument("--n", type=positive_int, default=12, help="inputs compared (default 12)")
     p.add_argument("--max-new-tokens", type=positive_int, default=24, help="tokens generated per input (default 24)")
-    p.add_argument("--max-source-len", type=positive_int, default=128, help="input tokens kept (default 128)")
+    p.add_argument("--max-source-len", type=nonneg_int, default=0,
+                   help=SOURCE_LEN_HELP)
     p.add_argument("--min-identical", type=_fraction, default=0.98,
                    help="share of inputs whose fp32 ONNX tokens must equal PyTorch's (default 0.98)")
     p.add_argument("--max-logit-diff", type=nonneg_float, default=1e-3,

@@ -72,7 +72,7 @@ def isolation_steps(model, tokenizer, fp32_gen, int8_gen, sources: Sequence[str]
 
 
 def start_stack(kind: str, stack: ExitStack, model_dir: Path, int8_dir: Path, log_dir: Path, threads: int = 0,
-                max_batch: int = 32, queue_delay_us: int = 10_000, max_source_len: int = 128,
+                max_batch: int = 32, queue_delay_us: int = 10_000, max_source_len: int = 0,
                 instances: int = 1) -> ServerProcess:
     """Start `kind` (and what it needs) inside `stack`; returns the process the load goes to.
 

@@ -13,6 +13,8 @@ from typing import Sequence
 
 import numpy as np
 
+from labkit.text.tokenizer import trained_source_len
+
 
 def serving_threads(threads: int = 0) -> int:
     """ONNX Runtime intra-op threads for a server: `threads`, or all cores but one when 0.
@@ -45,7 +47,7 @@ class OrtGenerator:
     >>> gen.generate(["标题：北京今日发布……"], max_new_tokens=32)     # doctest: +SKIP
     """
 
-    def __init__(self, onnx_dir: str | Path, threads: int = 1, max_source_len: int = 128, tokenizer=None):
+    def __init__(self, onnx_dir: str | Path, threads: int = 1, max_source_len: int = 0, tokenizer=None):
         self.dir = Path(onnx_dir)
         cfg = json.loads((self.dir / "config.json").read_text(encoding="utf-8"))
         self.start_id = int(cfg.get("decoder_start_token_id") or cfg.get("pad_token_id") or 0)
@@ -57,7 +59,8 @@ class OrtGenerator:
         self._past_inputs = [i.name for i in self.decoder_past.get_inputs() if i.name.startswith("past_key_values.")]
         self._first_out = [o.name for o in self.decoder.get_outputs()]
         self._past_out = [o.name for o in self.decoder_past.get_outputs()]
-        self.max_source_len = max_source_len
+        # 0: truncate where training did (recorded in the folder's tokenizer_config.json), else 128
+        self.max_source_len = max_source_len or trained_source_len(self.dir)
         if tokenizer is None:
             from transformers import AutoTokenizer
 

@@ -32,7 +32,7 @@ class TritonSettings:
     queue_delay_us: int = 2000
     threads: int = 0              # ONNX Runtime intra-op threads per instance; 0 -> all cores but one
     instances: int = 1            # model instances (each its own sessions; Triton runs them concurrently)
-    max_source_len: int = 128
+    max_source_len: int = 0       # 0: what the model was trained with (its tokenizer's model_max_length)
     model_name: str = MODEL_NAME
 
 
@@ -103,7 +103,7 @@ def ready_url(http_port: int, model_name: str = MODEL_NAME) -> str:
 
 
 def start_triton(onnx_dir, max_batch: int = 32, queue_delay_us: int = 2000, threads: int = 0,
-                 max_source_len: int = 128, log_path=None, port: int | None = None, instances: int = 1) -> ServerProcess:
+                 max_source_len: int = 0, log_path=None, port: int | None = None, instances: int = 1) -> ServerProcess:
     """A `ServerProcess` for `labkit serve triton` on a free loopback port (enter it to start).
 
     `.url` is its HTTP endpoint, `.grpc_url` (`grpc://127.0.0.1:PORT`) its gRPC one."""

@@ -86,3 +86,34 @@ def unk_rate(tokenizer, texts: Iterable[str]) -> float:
         total += len(ids)
         unk += sum(i == tokenizer.unk_token_id for i in ids)
     return unk / max(total, 1)
+
+
+# Serving must truncate inputs where training did (train/serve skew otherwise: a model trained on
+# 64 input tokens served 128 sees positions it never learned).  The length travels in the field's
+# own place, the tokenizer's `model_max_length` (tokenizer_config.json; public T5 checkpoints say
+# 512), so the export folder, Triton and `AutoTokenizer(...)(truncation=True)` all see it.
+DEFAULT_SOURCE_LEN = 128
+NO_LIMIT = 100_000   # what an untrained labkit tokenizer says (HF's "unset" is ~1e30): no length recorded
+
+
+def save_with_source_len(tokenizer, path: str | Path, max_source_len: int | None) -> None:
+    """`tokenizer.save_pretrained(path)` recording the input length the model was trained with."""
+    before = tokenizer.model_max_length
+    if max_source_len:
+        tokenizer.model_max_length = int(max_source_len)
+    try:
+        tokenizer.save_pretrained(str(path))
+    finally:
+        tokenizer.model_max_length = before   # the object in memory keeps behaving as before
+
+
+def trained_source_len(folder: str | Path, default: int = DEFAULT_SOURCE_LEN) -> int:
+    """Input tokens to keep when serving `folder`: the length it was trained with (its tokenizer's
+    `model_max_length`, see `save_with_source_len`), else `default`."""
+    import json
+
+    try:
+        n = json.loads((Path(folder) / "tokenizer_config.json").read_text(encoding="utf-8")).get("model_max_length")
+    except (OSError, ValueError):
+        return default
+    return int(n) if isinstance(n, (int, float)) and 0 < n < NO_LIMIT else default

@@ -293,7 +293,7 @@ def _train(args, env, dev, data: Path, report: RankReport, param_checksum, torch
     from labkit.distributed.samplers import RecordingSampler, make_sampler
     from labkit.model import build_model
     from labkit.text.tasks import Seq2SeqCollator, make_examples
-    from labkit.text.tokenizer import load_tokenizer
+    from labkit.text.tokenizer import load_tokenizer, save_with_source_len
     from labkit.training.trainer import TrainConfig, Trainer
 
     report.progress("data")
@@ -339,7 +339,7 @@ def _train(args, env, dev, data: Path, report: RankReport, param_checksum, torch
     checksums["final"] = param_checksum(model)
     if args.save_model and env.is_main:
         model.save_pretrained(str(Path(args.out) / "model"))
-        tok.save_pretrained(str(Path(args.out) / "model"))
+        save_with_source_len(tok, Path(args.out) / "model", args.max_source_len)  # serving truncates the same
     if env.distributed:
         torch.distributed.barrier()  # the saved model is complete before anyone reports completion
     report.save(samples=sampler.epochs, set_epoch_calls=sampler.set_epoch_calls, checksums=checksums,

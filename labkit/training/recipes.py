@@ -15,13 +15,16 @@ class Trained:
     tokenizer: Any
     history: Any
     metrics: dict = field(default_factory=dict)
+    max_source_len: int | None = None   # input tokens it was trained on (recorded by save for serving)
 
     def save(self, path: str | Path) -> Path:
         """`save_pretrained` model and tokenizer into one directory (loadable with AutoModel/AutoTokenizer)."""
+        from labkit.text.tokenizer import save_with_source_len
+
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
         self.model.save_pretrained(path)
-        self.tokenizer.save_pretrained(path)
+        save_with_source_len(self.tokenizer, path, self.max_source_len)
         return path
 
 
@@ -89,4 +92,4 @@ def train_generator(train_records: Sequence[Any], eval_records: Sequence[Any], c
         metrics = evaluate_generation(model, tokenizer, eval_ex, max_new_tokens=cfg.max_target_len,
                                       max_source_len=cfg.max_source_len)
         metrics["eval_loss"] = history.evals[-1]["eval_loss"] if history.evals else float("nan")
-    return Trained(model, tokenizer, history, metrics)
+    return Trained(model, tokenizer, history, metrics, max_source_len=cfg.max_source_len)
