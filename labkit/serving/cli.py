@@ -125,8 +125,7 @@ ALL_BUT_ONE = "ONNX Runtime threads (0 = all cores but one, left for the event l
 def _common(p: argparse.ArgumentParser, default_port: int, threads_help: str) -> None:
     p.add_argument("--port", type=tcp_port, default=default_port, help=f"port on {LOOPBACK} (default {default_port})")
     p.add_argument("--threads", type=nonneg_int, default=0, help=threads_help)
-    p.add_argument("--max-source-len", type=nonneg_int, default=0,
-                   help=SOURCE_LEN_HELP)
+    p.add_argument("--max-source-len", type=nonneg_int, default=0, help=SOURCE_LEN_HELP)
 
 
 def _batching(p: argparse.ArgumentParser) -> None:

@@ -45,8 +45,7 @@ def register(subparsers) -> None:
                    help="records for the parity check (formats of labkit train --data; default: generated articles)")
     p.add_argument("--n", type=positive_int, default=12, help="inputs compared (default 12)")
     p.add_argument("--max-new-tokens", type=positive_int, default=24, help="tokens generated per input (default 24)")
-    p.add_argument("--max-source-len", type=nonneg_int, default=0,
-                   help=SOURCE_LEN_HELP)
+    p.add_argument("--max-source-len", type=nonneg_int, default=0, help=SOURCE_LEN_HELP)
     p.add_argument("--min-identical", type=_fraction, default=0.98,
                    help="share of inputs whose fp32 ONNX tokens must equal PyTorch's (default 0.98)")
     p.add_argument("--max-logit-diff", type=nonneg_float, default=1e-3,
