@@ -31,6 +31,7 @@ def test_ratios_and_targets_are_judged_in_the_right_direction():
                            "qps_c16_vs_baseline": False}
     text = report(s)
     assert "0.65 (>= 0.7: False)" in text and "18.6x (>= 20: False)" in text and "+17.0 ms" in text
+    assert "slow c16 150-270 QPS" in text   # the spread over the rounds is shown beside the medians
 
 
 @pytest.mark.slow

@@ -67,8 +67,9 @@ def isolated_generator(int8_dir: Path, threads: int, max_source_len: int = 0):
     return OrtGenerator(int8_dir, threads=serving_threads(threads), max_source_len=max_source_len)
 
 
-def isolated(gen, payloads: Sequence[dict], batch: int = 16) -> dict:
-    """One pass: each of `batch` requests alone (median ms per call), then all of them in one call (requests/s)."""
+def isolated(gen, payloads: Sequence[dict], batch: int = 16, batched_calls: int = 5) -> dict:
+    """One pass: each of `batch` requests alone (median ms per call), then all of them in one call, `batched_calls`
+    times (requests/s from the median call: one timed call per pass spread 287-412 req/s in one run)."""
     from labkit.serving.schema import MAX_NEW_TOKENS, model_input
 
     rows = list(payloads)[:batch]
@@ -80,9 +81,12 @@ def isolated(gen, payloads: Sequence[dict], batch: int = 16) -> dict:
         t0 = time.perf_counter()
         gen.generate([s], [c])
         single.append((time.perf_counter() - t0) * 1e3)
-    t0 = time.perf_counter()
-    gen.generate(srcs, caps)
-    return {"single_ms": float(np.median(single)), "batched_qps": len(srcs) / (time.perf_counter() - t0),
+    calls = []
+    for _ in range(batched_calls):
+        t0 = time.perf_counter()
+        gen.generate(srcs, caps)
+        calls.append(time.perf_counter() - t0)
+    return {"single_ms": float(np.median(single)), "batched_qps": len(srcs) / float(np.median(calls)),
             "batch": len(srcs)}
 
 
@@ -111,7 +115,8 @@ class Comparison:
         """Median QPS and p50 over the rounds; errors summed."""
         runs = self.served[setting][level]
         return {"qps": float(np.median([r.qps for r in runs])), "p50_ms": float(np.median([r.p50_ms for r in runs])),
-                "errors": sum(r.errors for r in runs), "requests": sum(r.requests for r in runs)}
+                "errors": sum(r.errors for r in runs), "requests": sum(r.requests for r in runs),
+                "qps_rounds": [r.qps for r in runs]}   # the spread: how much of a margin is noise
 
     def summary(self) -> dict:
         iso = self.isolated
@@ -155,7 +160,8 @@ def compare(int8_dir: Path, model_dir: Path | None, payloads: Sequence[dict], lo
         iso.append(isolated(gen, payloads))
     cmp = Comparison(isolated={"single_ms": float(np.median([r["single_ms"] for r in iso])),
                                "batched_qps": float(np.median([r["batched_qps"] for r in iso])),
-                               "batch": iso[0]["batch"], "threads": serving_threads(threads), "passes": len(iso)},
+                               "batch": iso[0]["batch"], "threads": serving_threads(threads), "passes": len(iso),
+                               "batched_qps_passes": [r["batched_qps"] for r in iso]},
                      served=served)
     if baseline and model_dir is not None:
         port = free_port()
@@ -189,7 +195,14 @@ def report(summary: dict) -> str:
         if "qps_c16_vs_baseline" in r:
             parts.append(f"c16 QPS / baseline {r['qps_c16_vs_baseline']:.1f}x (>= 20: {m['qps_c16_vs_baseline']})")
         lines.append(f"{s}: " + "; ".join(parts))
+    spread = [f"isolated batched {_span(iso.get('batched_qps_passes', []))} req/s"]
+    spread += [f"{s} c16 {_span(v['c16'].get('qps_rounds', []))} QPS" for s, v in summary["settings"].items()]
+    lines.append("spread over the rounds: " + "; ".join(spread))
     return "\n".join(lines)
+
+
+def _span(values) -> str:
+    return f"{min(values):.0f}-{max(values):.0f}" if values else "-"
 
 
 def run(args, payloads: Sequence[dict]) -> int:
