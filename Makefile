@@ -13,18 +13,22 @@ TORCH_VERSION  ?= 2.13.0
 TORCH_PIP_ARGS ?=
 TORCH_BUILD    ?= auto
 # The `triton` extra (nvidia-pytriton) only where its wheel exists: Linux x86_64/aarch64, glibc >= 2.35.
-EXTRAS ?= $(shell $(PYTHON) scripts/install.py extras 2>/dev/null || echo serve,lab,dev,scale)
+EXTRAS ?= $(shell $(PYTHON) scripts/install.py extras 2>/dev/null || echo serve,lab,dev,scale,site)
 STAMP  := $(VENV)/.labkit-setup
 PROFILE ?= smoke
 PYTEST_ARGS ?=
 
-.PHONY: setup run test test-fast lab fonts browser clean-runs strip help
+.PHONY: setup run test test-fast test-seeds lab fonts browser clean-runs strip help lint format site
 
 help:
 	@echo "make run    - set up .venv and run every notebook headless (smoke profile) -> runs/report.md"
 	@echo "make test   - set up .venv and run the whole test suite (unit tests + notebooks)"
 	@echo "make test-fast - unit tests only (no notebooks, servers or browser), for day-to-day work"
+	@echo "make test-seeds SEEDS=\"0 1 2\" - the course over seeds (default 0-19): runs/seeds/table.md"
 	@echo "make lab    - JupyterLab on 127.0.0.1 with the course open"
+	@echo "make site   - the course as a static website from the executed notebooks of runs/ (make run first) -> runs/site"
+	@echo "make lint   - the pre-commit hooks on every file: notebook outputs and parameters cells, ruff (tests/test_lint.py runs them in make test)"
+	@echo "make format - ruff format + ruff check --fix on the code (then review and commit)"
 	@echo "make setup  - only create/refresh .venv"
 
 setup: $(STAMP)
@@ -67,6 +71,18 @@ run: setup
 test: setup
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
+# The course over many seeds (hours for 0-19 on 2 cores; not part of `make test`): runs/seeds/table.md + claims.md
+SEEDS ?= 0-19
+test-seeds: setup
+	$(BIN)/labkit course seeds --seeds $(SEEDS) $(if $(filter-out smoke,$(PROFILE)),-p PROFILE $(PROFILE))
+
+# The course as a static website, built from the executed notebooks of a run (`make run` first; a notebook without a
+# run, or whose run stopped before its claims, is refused): $(SITE_RUNS)/site.  View: python3 -m http.server -d runs/site
+# `make test` builds the same site from its own run (runs/pytest/site: tests/test_site.py, after the notebooks).
+SITE_RUNS ?= runs
+site: setup
+	$(BIN)/labkit course site --runs $(SITE_RUNS) --out $(SITE_RUNS)/site
+
 # Day-to-day: unit tests only (no notebooks, no multi-process runs or servers, no browser). CI runs `make test`.
 test-fast: setup
 	$(BIN)/python -m pytest -m "not notebook and not slow and not browser" $(PYTEST_ARGS)
@@ -75,6 +91,15 @@ test-fast: setup
 lab: setup
 	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.root_dir=$(CURDIR) \
 		$(if $(filter 0,$(shell id -u)),--allow-root) notebooks/00_start_here.ipynb
+
+# The pre-commit hooks (.pre-commit-config.yaml: all local, run with the venv's tools, nothing fetched) on every
+# tracked file; `$(BIN)/pre-commit install` once runs them before each commit.  `make format` fixes ruff's findings.
+lint: setup
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pre-commit run --all-files --show-diff-on-failure
+
+format: setup
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
 
 # Committed notebooks carry no outputs (tests enforce it).
 strip:

@@ -4,6 +4,7 @@ Every command module exposes `register(subparsers)` that adds its parser and
 sets `func`; imports are lazy so `labkit --help` stays fast and a missing
 optional extra only breaks the command that needs it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,11 +23,15 @@ COMMANDS = {
     "serve": "labkit.serving.cli",
     "export": "labkit.serving.export_cli",
 }
+# `labkit course NAME` actions that live in their own module, added to `course`'s subcommands here: they import
+# labkit.course (its notebook discovery), so labkit.course cannot import them
+COURSE_ACTIONS = {"site": "labkit.site", "times": "labkit.course_times"}
 # `labkit bench NAME`: name -> module with register(subparsers)
 BENCHES = {
     "clean": "labkit.cleaning.bench",
     "train": "labkit.training.bench",
-    "serve": "labkit.serving.loadgen",
+    "serve": "labkit.serving.bench",
+    "course": "labkit.contention",
 }
 
 
@@ -45,6 +50,13 @@ def _register_all(sub, table: dict[str, str]) -> None:
             p.set_defaults(func=lambda args, m=msg: _unavailable(m))
             continue
         mod.register(sub)
+
+
+def _register_actions(parser: argparse.ArgumentParser | None, table: dict[str, str]) -> None:
+    """Add each module's actions to `parser`'s subcommands (`labkit course site` ...)."""
+    subs = [a for a in (parser._actions if parser else []) if isinstance(a, argparse._SubParsersAction)]
+    for modname in table.values() if subs else ():
+        importlib.import_module(modname).register(subs[0])
 
 
 def _unavailable(msg: str):
@@ -73,10 +85,15 @@ def _tag_progs(parser: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="labkit", description=__doc__.splitlines()[0])
-    parser.add_argument("--version", action="version", version=f"labkit {_version()}",
-                        help="print the installed labkit version and exit")
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"labkit {_version()}",
+        help="print the installed labkit version and exit",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     _register_all(sub, COMMANDS)
+    _register_actions(sub.choices.get("course"), COURSE_ACTIONS)
     bench = sub.add_parser("bench", help="benchmarks: clean, train, serve")
     _register_all(bench.add_subparsers(dest="bench", metavar="BENCH"), BENCHES)
     bench.set_defaults(func=lambda args: bench.print_help() or 2)
@@ -85,6 +102,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from labkit.threads import prepare_this_process
+
+    prepare_this_process()  # before any command imports torch: its OpenMP reads the wait policy once
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

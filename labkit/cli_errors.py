@@ -9,6 +9,7 @@
 The `type=` helpers validate while argparse parses, so nothing (no process group, no
 server, no notebook kernel) starts before the arguments are known to be usable.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -112,8 +113,10 @@ def existing_path(value: str) -> str:
 
 def existing_dir(value: str) -> str:
     """A directory that exists."""
-    _check(os.path.isdir(value), f"{value!r}: no such directory" if not os.path.exists(value)
-           else f"{value!r} is a file, not a directory")
+    _check(
+        os.path.isdir(value),
+        f"{value!r}: no such directory" if not os.path.exists(value) else f"{value!r} is a file, not a directory",
+    )
     return value
 
 
@@ -156,10 +159,14 @@ def is_loopback_host(host: str) -> bool:
 def loopback_url(value: str) -> str:
     """An http(s) URL on 127.0.0.1 / ::1 / localhost (load tools never target other machines)."""
     parts = urlsplit(value)
-    _check(parts.scheme in ("http", "https") and bool(parts.hostname),
-           f"{value!r} is not an http URL; write e.g. http://127.0.0.1:8080")
-    _check(is_loopback_host(parts.hostname or ""),
-           f"{value!r} is not on this machine; only loopback servers (127.0.0.1, ::1, localhost) may be targeted")
+    _check(
+        parts.scheme in ("http", "https") and bool(parts.hostname),
+        f"{value!r} is not an http URL; write e.g. http://127.0.0.1:8080",
+    )
+    _check(
+        is_loopback_host(parts.hostname or ""),
+        f"{value!r} is not on this machine; only loopback servers (127.0.0.1, ::1, localhost) may be targeted",
+    )
     try:
         parts.port
     except ValueError:

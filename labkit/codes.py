@@ -4,6 +4,7 @@ The cleaning pipeline (`labkit.cleaning`) reports them; the dirty-corpus generat
 (`labkit.corpus`) writes them into labels.jsonl as the answer key; `labkit.cleaning.score`
 compares the two.  This module is the one list of both vocabularies.
 """
+
 from __future__ import annotations
 
 # Reject reasons, in the order the cleaner checks them (the first that applies wins).
@@ -43,14 +44,20 @@ FIXES: dict[str, str] = {
 
 # The corpus generator's defect names -> the code a correct cleaner reports for them.
 DEFECT_REASONS: dict[str, str] = {
-    "title_missing": "title_missing", "title_too_short": "title_too_short",
-    "title_too_long": "title_too_long", "body_too_short": "body_too_short",
-    "replacement_chars": "mojibake", "csv_misaligned": "misaligned_fields",
+    "title_missing": "title_missing",
+    "title_too_short": "title_too_short",
+    "title_too_long": "title_too_long",
+    "body_too_short": "body_too_short",
+    "replacement_chars": "mojibake",
+    "csv_misaligned": "misaligned_fields",
     "json_truncated": "malformed_record",
 }
 ENCODING_FIXES: dict[str, str] = {
-    "gbk": "decoded:gb18030", "gb18030": "decoded:gb18030", "big5": "decoded:big5",
-    "utf-16": "decoded:utf-16", "utf-8-sig": "bom_stripped",
+    "gbk": "decoded:gb18030",
+    "gb18030": "decoded:gb18030",
+    "big5": "decoded:big5",
+    "utf-16": "decoded:utf-16",
+    "utf-8-sig": "bom_stripped",
 }
 # defects whose label lists no fix, but which a fix code reports
 DEFECT_FIXES: dict[str, str] = {"meta_charset_lie": "charset_mismatch"}

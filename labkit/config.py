@@ -4,6 +4,7 @@
 `full` is sized for a GPU (real T5 shapes, real step counts).  Papermill
 parameters override profile values through `get_config(profile, **overrides)`.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -18,14 +19,15 @@ import numpy as np
 class Config:
     profile: str = "smoke"
     seed: int = 0
-    device: str = "auto"          # "auto" -> cuda if available, else cpu
-    threads: int = 0              # torch intra-op threads; 0 -> all cores (capped at 8)
+    device: str = "auto"  # "auto" -> cuda if available, else cpu
+    threads: int = 0  # torch intra-op threads per process; 0 -> the thread policy (labkit.threads):
+    # 1 for the small presets, else cores / processes; LABKIT_THREADS overrides
     # data
-    corpus_size: int = 1200       # generated articles for training experiments
+    corpus_size: int = 1200  # generated articles for training experiments
     eval_size: int = 120
     # model / text
-    model_preset: str = "tiny"    # see labkit.model.PRESETS
-    max_source_len: int = 128     # truncation of inputs (the story's fix used 512)
+    model_preset: str = "tiny"  # see labkit.model.PRESETS
+    max_source_len: int = 128  # truncation of inputs (the story's fix used 512)
     max_target_len: int = 48
     # training
     batch_size: int = 16
@@ -78,7 +80,7 @@ PROFILES: dict[str, Config] = {
         steps=20_000,
         lr=3e-4,
         warmup_steps=1_000,
-        nproc=0,                  # 0 -> every visible GPU
+        nproc=0,  # 0 -> every visible GPU
         cell_timeout=6 * 3600,
     ),
 }
@@ -91,34 +93,58 @@ NOTEBOOK_SIZES: dict[str, dict[str, dict]] = {
     "smoke": {
         # the cleaning experiment's own budget: at 150 steps / lr 1e-3 the tiny model writes no title
         # 400 steps at lr 5e-3 per arm; 96 source tokens hold the dateline and the lead sentence (every title slot;
-        # 128 only adds filler) and 1 torch thread (2 threads on 2 shared cores spin-wait: 3-7x the CPU seconds)
-        "02_cleaning_pipeline": dict(STEPS=400, LR=5e-3, MAX_SOURCE_LEN=96, THREADS=1),
-        "03_memory_and_accumulation": dict(N_ARTICLES=120, BATCHES=[4, 8, 16], SEQ_LENS=[64, 128, 256],
-                                           ACCUM_STEPS=12),
-        # 60 steps and 8 hostile samples: every seed 0-5 spikes after the monitor's 10-step warm-up;
-        # 1 torch thread: a tiny model gains nothing from a second one, and on 2 shared cores two threads
-        # spin-wait for each other (3-7x the CPU seconds per step measured)
-        "06_exploding_gradients": dict(N_ARTICLES=200, STEPS=60, BATCH=8, N_HOSTILE=8, THREADS=1),
+        # 128 only adds filler)
+        "02_cleaning_pipeline": dict(STEPS=400, LR=5e-3, MAX_SOURCE_LEN=96),
+        "03_memory_and_accumulation": dict(N_ARTICLES=120, BATCHES=[4, 8, 16], SEQ_LENS=[64, 128, 256], ACCUM_STEPS=12),
+        # 60 steps and 8 hostile samples: every seed 0-5 spikes after the monitor's 10-step warm-up
+        "06_exploding_gradients": dict(N_ARTICLES=200, STEPS=60, BATCH=8, N_HOSTILE=8),
         # titles need the budget: at 100 steps / lr 3e-3 the served model wrote "州，同比比比…"; 600 steps at lr 5e-3 (titles
         # get 1/3 of the examples) write recognisable titles, affordable with 64 source tokens (~1.8x faster than 128)
         # and a 1-process reference run over the first 100 steps of the same schedule only
-        "07_multitask_distributed_training": dict(N_ARTICLES=PROFILES["smoke"].corpus_size, STEPS=600, LR=5e-3,
-                                                  COMPARE_STEPS=100, MAX_SOURCE_LEN=64),
-        # the fast stack needs a few hundred requests for a stable QPS; the baseline stops at the time bound
-        "08_deployment": dict(N_EVAL=48, LEVELS=(1, 16), REQUESTS_PER_LEVEL=192, SECONDS_PER_LEVEL=10.0,
-                              OPEN_RATE=8.0, OPEN_SECONDS=3.0, ISOLATION_REPEATS=12),
+        "07_multitask_distributed_training": dict(
+            N_ARTICLES=PROFILES["smoke"].corpus_size, STEPS=600, LR=5e-3, COMPARE_STEPS=100, MAX_SOURCE_LEN=64
+        ),
+        # measured through labkit bench serve --compare's path (serving.bench.compare): every level sends at least
+        # 50 requests per client (REQUESTS_PER_LEVEL is the floor), ROUNDS alternations, medians; the baseline
+        # stops at the time bound
+        "08_deployment": dict(
+            N_EVAL=48,
+            LEVELS=(1, 16),
+            REQUESTS_PER_LEVEL=160,
+            SECONDS_PER_LEVEL=8.0,
+            OPEN_RATE=8.0,
+            OPEN_SECONDS=3.0,
+            ROUNDS=2,
+        ),
+        # 3 steps: the bytes are measured after the first update, the losses compared over 3; 24 articles x 3 tasks
+        # give every rank of 1-3 processes whole batches of 4
+        "09_sharding": dict(N_ARTICLES=24, STEPS=3),
     },
     "full": {
-        "02_cleaning_pipeline": dict(STEPS=PROFILES["full"].steps, LR=PROFILES["full"].lr,
-                                     MAX_SOURCE_LEN=PROFILES["full"].max_source_len, THREADS=0),
-        "03_memory_and_accumulation": dict(N_ARTICLES=2000, BATCHES=[4, 8, 16, 32], SEQ_LENS=[128, 256, 512],
-                                           ACCUM_STEPS=50),
-        "06_exploding_gradients": dict(N_ARTICLES=5000, STEPS=1000, BATCH=32, N_HOSTILE=100, THREADS=0),
-        "07_multitask_distributed_training": dict(N_ARTICLES=PROFILES["full"].corpus_size, STEPS=PROFILES["full"].steps,
-                                                  LR=PROFILES["full"].lr, COMPARE_STEPS=PROFILES["full"].steps,
-                                                  MAX_SOURCE_LEN=PROFILES["full"].max_source_len),
-        "08_deployment": dict(N_EVAL=PROFILES["full"].eval_size, LEVELS=(1, 4, 16, 64), REQUESTS_PER_LEVEL=400, SECONDS_PER_LEVEL=60.0,
-                              OPEN_RATE=40.0, OPEN_SECONDS=20.0, ISOLATION_REPEATS=50),
+        "02_cleaning_pipeline": dict(
+            STEPS=PROFILES["full"].steps, LR=PROFILES["full"].lr, MAX_SOURCE_LEN=PROFILES["full"].max_source_len
+        ),
+        "03_memory_and_accumulation": dict(
+            N_ARTICLES=2000, BATCHES=[4, 8, 16, 32], SEQ_LENS=[128, 256, 512], ACCUM_STEPS=50
+        ),
+        "06_exploding_gradients": dict(N_ARTICLES=5000, STEPS=1000, BATCH=32, N_HOSTILE=100),
+        "07_multitask_distributed_training": dict(
+            N_ARTICLES=PROFILES["full"].corpus_size,
+            STEPS=PROFILES["full"].steps,
+            LR=PROFILES["full"].lr,
+            COMPARE_STEPS=PROFILES["full"].steps,
+            MAX_SOURCE_LEN=PROFILES["full"].max_source_len,
+        ),
+        "08_deployment": dict(
+            N_EVAL=PROFILES["full"].eval_size,
+            LEVELS=(1, 4, 16, 64),
+            REQUESTS_PER_LEVEL=400,
+            SECONDS_PER_LEVEL=60.0,
+            OPEN_RATE=40.0,
+            OPEN_SECONDS=20.0,
+            ROUNDS=3,
+        ),
+        "09_sharding": dict(N_ARTICLES=2000, STEPS=50),
     },
 }
 
@@ -186,21 +212,21 @@ def seed_everything(seed: int) -> None:
     os.environ["PYTHONHASHSEED"] = str(seed)
 
 
-def set_threads(n: int = 0) -> int:
-    """Set torch intra-op threads (0 -> cores, capped at 8); returns the number set."""
-    import torch
+def set_threads(n: int = 0, preset: str = "tiny", processes: int = 1) -> int:
+    """Set torch intra-op threads: `n` > 0, else the thread policy for `preset` run on `processes`
+    processes (`labkit.threads`: 1 for the small presets on a shared machine); returns the number set."""
+    from labkit import threads
 
-    if n <= 0:
-        n = min(8, os.cpu_count() or 1)
-    torch.set_num_threads(n)
-    return n
+    return threads.apply(threads.threads_for(preset, processes, n))
 
 
 def setup(profile: str = "smoke", seed: int = 0, device: str = "auto", **overrides) -> Config:
     """The profile's config, with python/numpy/torch seeded and torch's threads set.
 
     Notebooks start with `labkit.notebook.setup`, which also configures the plot fonts."""
+    from labkit.threads import prepare_this_process
+
+    prepare_this_process()  # OpenMP's wait policy, before seed_everything imports torch
     cfg = get_config(profile, seed=seed, device=device, **overrides)
     seed_everything(cfg.seed)
-    set_threads(cfg.threads)
-    return cfg
+    return cfg.replace(threads=set_threads(cfg.threads, cfg.model_preset))  # the number in force

@@ -7,6 +7,7 @@ notebooks recorded (`<out>/<stem>/results.json`) and what the runner saw
 this machine cannot meet is reported as *skipped* with the reason — never as
 passed.
 """
+
 from __future__ import annotations
 
 import json
@@ -14,10 +15,10 @@ import os
 import re
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from labkit.cli_errors import UsageError, existing_dir, writable_dir
+from labkit.cli_errors import UsageError, existing_dir, positive_float, positive_int, writable_dir, writable_file
 from labkit.config import PROFILES, get_config
 from labkit.results import project_root
 
@@ -31,7 +32,6 @@ class NotebookInfo:
     number: str
     title: str
     minutes: float
-    needs: dict = field(default_factory=dict)
 
     def needs_for(self, profile: str) -> dict:
         meta = _labkit_meta(self.path)
@@ -58,11 +58,15 @@ def discover(notebooks_dir: str | Path | None = None) -> list[NotebookInfo]:
         if not m:
             continue
         meta = _labkit_meta(p)
-        out.append(NotebookInfo(
-            path=p, stem=p.stem, number=m.group(1),
-            title=meta.get("title", p.stem), minutes=meta.get("minutes", 0),
-            needs=meta.get("needs", {}),
-        ))
+        out.append(
+            NotebookInfo(
+                path=p,
+                stem=p.stem,
+                number=m.group(1),
+                title=meta.get("title", p.stem),
+                minutes=meta.get("minutes", 0),
+            )
+        )
     return out
 
 
@@ -100,15 +104,16 @@ def parse_value(value: str):
 class NotebookRun:
     stem: str
     title: str
-    status: str                  # passed | failed | skipped
+    status: str  # passed | failed | skipped
     seconds: float = 0.0
-    reason: str = ""             # error or skip reason
-    output: str = ""             # executed copy
+    reason: str = ""  # error or skip reason
+    output: str = ""  # executed copy
     results: dict | None = None  # the notebook's results.json
 
 
-def run_notebook(info: NotebookInfo, out: Path, parameters: dict, profile: str,
-                 cell_timeout: int, progress: bool = True) -> NotebookRun:
+def run_notebook(
+    info: NotebookInfo, out: Path, parameters: dict, profile: str, cell_timeout: int, progress: bool = True
+) -> NotebookRun:
     import papermill as pm
 
     nb_out = out / info.stem
@@ -126,9 +131,14 @@ def run_notebook(info: NotebookInfo, out: Path, parameters: dict, profile: str,
         os.environ["LABKIT_RUNS_DIR"] = str(out.resolve())  # the kernel inherits it
         try:
             pm.execute_notebook(
-                str(info.path), str(executed), parameters=parameters,
-                cwd=str(info.path.parent), kernel_name="python3", language="python",
-                progress_bar=progress, execution_timeout=cell_timeout,
+                str(info.path),
+                str(executed),
+                parameters=parameters,
+                cwd=str(info.path.parent),
+                kernel_name="python3",
+                language="python",
+                progress_bar=progress,
+                execution_timeout=cell_timeout,
             )
         except Exception as exc:  # PapermillExecutionError, timeouts, dead kernels
             status, reason = "failed", _error_text(exc)
@@ -137,16 +147,19 @@ def run_notebook(info: NotebookInfo, out: Path, parameters: dict, profile: str,
                 os.environ.pop("LABKIT_RUNS_DIR", None)
             else:
                 os.environ["LABKIT_RUNS_DIR"] = old
-        run = NotebookRun(info.stem, info.title, status, round(time.perf_counter() - t0, 1),
-                          reason, str(executed))
+        run = NotebookRun(info.stem, info.title, status, round(time.perf_counter() - t0, 1), reason, str(executed))
         res_path = nb_out / "results.json"
         if res_path.exists():
             run.results = json.loads(res_path.read_text(encoding="utf-8"))
         elif run.status == "passed":
-            run.status, run.reason = "failed", "the notebook wrote no results.json (its last cell must call res.finish())"
+            run.status, run.reason = (
+                "failed",
+                "the notebook wrote no results.json (its last cell must call res.finish())",
+            )
     (nb_out / "status.json").write_text(
         json.dumps({k: v for k, v in asdict(run).items() if k != "results"}, ensure_ascii=False, indent=2),
-        encoding="utf-8")
+        encoding="utf-8",
+    )
     return run
 
 
@@ -156,10 +169,17 @@ def _error_text(exc: Exception) -> str:
     return text.strip()[:4000]
 
 
-def run_course(profile: str = "smoke", only: list[str] | None = None, out: str | Path | None = None,
-               params: dict | None = None, notebooks_dir: str | Path | None = None,
-               progress: bool = True) -> list[NotebookRun]:
-    """Execute the selected notebooks in order; write the report; return each run.
+def run_course(
+    profile: str = "smoke",
+    only: list[str] | None = None,
+    out: str | Path | None = None,
+    params: dict | None = None,
+    notebooks_dir: str | Path | None = None,
+    progress: bool = True,
+    junit: str | Path | None = None,
+) -> list[NotebookRun]:
+    """Execute the selected notebooks in order; write the report (and `junit`, the claims as JUnit XML,
+    when given); return each run.
 
     `params={"PROFILE": "full"}` is the same as `profile="full"` (cell timeout, needs and all)."""
     profile = resolve_profile(profile, params)
@@ -178,7 +198,16 @@ def run_course(profile: str = "smoke", only: list[str] | None = None, out: str |
     from labkit.report import write_reports
 
     write_reports(out, discover(notebooks_dir), cfg.profile)
+    if junit:
+        from labkit.junit import write_junit
+
+        print(f"junit: {write_junit(junit, out, selected, cfg.profile)}")
     return runs
+
+
+def default_junit(out: Path) -> Path | None:
+    """Under CI (CI=true: GitHub Actions, GitLab CI, Buildkite ...) the runner writes `<out>/junit.xml` unasked."""
+    return out / "junit.xml" if os.environ.get("CI", "").lower() in ("true", "1") else None
 
 
 def resolve_profile(profile: str | None, params: dict | None) -> str:
@@ -204,26 +233,100 @@ def select(infos: list[NotebookInfo], only: list[str] | None) -> list[NotebookIn
 
 # ---- CLI -------------------------------------------------------------------
 
+
+def add_parameter_option(parser, help_text: str) -> None:
+    """`-p NAME VALUE`, papermill's own spelling, for every command that runs notebooks (read with `parse_value`)."""
+    parser.add_argument(
+        "-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"), help=help_text
+    )
+
+
 def register(sub) -> None:
-    p = sub.add_parser("course", help="run or list the course notebooks headless")
+    p = sub.add_parser("course", help="run or list the course notebooks headless; build the course website")
     csub = p.add_subparsers(dest="course_cmd", metavar="ACTION")
     r = csub.add_parser("run", help="execute notebooks through papermill and write runs/report.md")
-    r.add_argument("--profile", default=None, choices=sorted(PROFILES),
-                   help="smoke: CPU-sized minutes; full: GPU-sized runs (default smoke; same as -p PROFILE NAME)")
+    r.add_argument(
+        "--profile",
+        default=None,
+        choices=sorted(PROFILES),
+        help="smoke: CPU-sized minutes; full: GPU-sized runs (default smoke; same as -p PROFILE NAME)",
+    )
     r.add_argument("--only", nargs="+", metavar="NN", help="notebook numbers or stems, e.g. 00 03")
     r.add_argument("--out", type=writable_dir, default=None, help="results directory (default: runs/)")
     r.add_argument("--notebooks", type=existing_dir, default=None, help="notebooks directory (default: notebooks/)")
-    r.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
-                   help="papermill parameter passed to every notebook (repeatable; -p PROFILE full = --profile full)")
+    add_parameter_option(
+        r, "papermill parameter passed to every notebook (repeatable; -p PROFILE full = --profile full)"
+    )
     r.add_argument("--no-progress", action="store_true", help="hide papermill's per-cell progress bar")
+    r.add_argument(
+        "--junit",
+        type=writable_file,
+        default=None,
+        metavar="FILE",
+        help="also write every claim as a JUnit XML test case (one suite per notebook) for CI dashboards "
+        "(default under CI=true: <out>/junit.xml)",
+    )
     r.set_defaults(func=_cmd_run)
+    sw = csub.add_parser(
+        "seeds", help="the course over a list of seeds: a notebook x seed table and each claim's spread"
+    )
+    sw.add_argument(
+        "--seeds", nargs="+", default=["0-19"], metavar="S", help="seeds or ranges, e.g. 0-19 or 0 3 7 (default 0-19)"
+    )
+    sw.add_argument("--only", nargs="+", metavar="NN", help="notebook numbers or stems, e.g. 01 07")
+    sw.add_argument(
+        "--out",
+        type=writable_dir,
+        default=None,
+        help="results directory: seed<N>/ per seed, table.md, claims.md (default: runs/seeds)",
+    )
+    sw.add_argument("--notebooks", type=existing_dir, default=None, help="notebooks directory (default: notebooks/)")
+    add_parameter_option(sw, "another papermill parameter for every run (repeatable); SEED comes from --seeds")
+    sw.set_defaults(func=_cmd_seeds)
     ls = csub.add_parser("list", help="print order, title, estimated minutes and hardware needs")
     ls.add_argument("--notebooks", type=existing_dir, default=None, help="notebooks directory (default: notebooks/)")
     ls.set_defaults(func=_cmd_list)
     w = csub.add_parser("workshop", help="write the learner's release: notebooks without solutions, checks kept, data")
-    w.add_argument("--out", required=True, type=writable_dir, help="directory to write the release into (created if missing)")
-    w.add_argument("--notebooks", type=existing_dir, default=None, help="instructor notebooks directory (default: notebooks/)")
+    w.add_argument(
+        "--out", required=True, type=writable_dir, help="directory to write the release into (created if missing)"
+    )
+    w.add_argument(
+        "--notebooks", type=existing_dir, default=None, help="instructor notebooks directory (default: notebooks/)"
+    )
+    w.add_argument(
+        "--solutions",
+        action="store_true",
+        help="write the solutions release instead: the instructor notebooks, outputs stripped (for after the workshop)",
+    )
     w.set_defaults(func=_cmd_workshop)
+    g = csub.add_parser(
+        "grade", help="run every learner's notebooks and write a gradebook: pass / fail / not attempted per exercise"
+    )
+    g.add_argument(
+        "submissions", type=existing_dir, metavar="SUBMISSIONS", help="one folder per learner, with their notebooks"
+    )
+    g.add_argument(
+        "--out", required=True, type=writable_dir, help="where gradebook.csv, gradebook.html and executed/ go"
+    )
+    g.add_argument(
+        "--release",
+        type=existing_dir,
+        default=None,
+        help="the release the learners got (its .labkit-release.json holds the check cells' checksums); default: "
+        "the release holding the cwd, else one written from --notebooks into a temporary folder",
+    )
+    g.add_argument(
+        "--notebooks", type=existing_dir, default=None, help="instructor notebooks directory (default: notebooks/)"
+    )
+    g.add_argument(
+        "--timeout",
+        type=positive_float,
+        default=None,
+        metavar="SECONDS",
+        help="time limit per notebook (default: 4x the notebook's minutes, at least 120 s)",
+    )
+    g.add_argument("--jobs", type=positive_int, default=1, help="notebooks graded at once (default 1)")
+    g.set_defaults(func=_cmd_grade)
     p.set_defaults(func=lambda args: p.print_help() or 2)
 
 
@@ -232,11 +335,14 @@ def _cmd_run(args) -> int:
     resolve_profile(args.profile, params)  # a bad or conflicting profile fails before any kernel starts
     selected = select(discover(args.notebooks), args.only)  # so does an unknown --only
     if not selected:
-        raise UsageError(f"no notebooks found in {args.notebooks or default_notebooks_dir()}; "
-                         "pass --notebooks DIR holding NN_name.ipynb files")
-    runs = run_course(args.profile, args.only, args.out, params, args.notebooks, not args.no_progress)
-    failed = [r.stem for r in runs if r.status == "failed"]
+        raise UsageError(
+            f"no notebooks found in {args.notebooks or default_notebooks_dir()}; "
+            "pass --notebooks DIR holding NN_name.ipynb files"
+        )
     out = Path(args.out) if args.out else project_root() / "runs"
+    junit = args.junit or default_junit(out)
+    runs = run_course(args.profile, args.only, args.out, params, args.notebooks, not args.no_progress, junit)
+    failed = [r.stem for r in runs if r.status == "failed"]
     print(f"report: {out / 'report.md'}")
     if failed:
         print(f"FAILED: {', '.join(failed)}", file=sys.stderr)
@@ -244,11 +350,64 @@ def _cmd_run(args) -> int:
     return 0
 
 
+def _cmd_seeds(args) -> int:
+    from labkit.sweep import parse_seeds, sweep, write
+
+    seeds = parse_seeds(args.seeds)
+    params = {name: parse_value(value) for name, value in args.parameter}
+    if "SEED" in params:
+        raise UsageError("-p SEED: the sweep sets SEED itself; name the seeds with --seeds")
+    profile = resolve_profile(None, params)
+    select(discover(args.notebooks), args.only)  # an unknown --only fails before any kernel starts
+    out = Path(args.out) if args.out else project_root() / "runs" / "seeds"
+
+    def run_seed(seed: int, seed_out: Path) -> list[NotebookRun]:
+        return run_course(profile, args.only, seed_out, {**params, "SEED": seed}, args.notebooks, progress=False)
+
+    result = sweep(seeds, run_seed, out, profile)
+    print(f"table: {write(result, out)}")
+    failed = any(c["status"] == "failed" for row in result["table"].values() for c in row.values())
+    return 1 if failed else 0
+
+
 def _cmd_workshop(args) -> int:
     from labkit.workshop import write_release
 
-    written = write_release(args.out, args.notebooks)
-    print(f"learner release: {len(written)} notebooks in {Path(args.out) / 'notebooks'} (solutions removed, checks kept)")
+    written = write_release(args.out, [info.path for info in discover(args.notebooks)], solutions=args.solutions)
+    what = "solutions release" if args.solutions else "learner release"
+    how = "solved, outputs stripped" if args.solutions else "solutions removed, checks kept"
+    print(f"{what}: {len(written)} notebooks in {Path(args.out) / 'notebooks'} ({how}); start with its README.md")
+    return 0
+
+
+def _cmd_grade(args) -> int:
+    import shutil
+    import tempfile
+
+    from labkit.grading import check_release, grade, learner_folders, summary
+    from labkit.results import RELEASE_MARKER
+    from labkit.workshop import write_release
+
+    release, tmp = args.release, None
+    if release:
+        check_release(release)  # not a release: one line, exit 2, before any kernel starts
+    learner_folders(args.submissions)  # so does a SUBMISSIONS without learners
+    if not release and (project_root() / RELEASE_MARKER).is_file():
+        release = project_root()  # graded from inside the release the learners got
+    elif not release:  # the release the instructor notebooks give now (check cells are released as they are)
+        try:
+            infos = discover(args.notebooks)
+        except FileNotFoundError as exc:
+            raise UsageError(f"{exc}; or pass --release DIR (a folder `labkit course workshop` wrote)") from None
+        tmp = Path(tempfile.mkdtemp(prefix="labkit-release-"))
+        release = tmp / "release"
+        write_release(release, [info.path for info in infos])
+    try:
+        rows = grade(args.submissions, args.out, release, args.timeout, args.jobs)
+    finally:
+        if tmp:
+            shutil.rmtree(tmp, ignore_errors=True)
+    print(f"{summary(rows)} -> {Path(args.out) / 'gradebook.html'}")
     return 0
 
 

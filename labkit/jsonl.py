@@ -2,15 +2,18 @@
 
 `read_jsonl` skips blank lines and names `file:line` when a line is not JSON;
 `write_jsonl` writes one object per line (UTF-8, `ensure_ascii=False`);
-`atomic_write_text` writes a temporary file next to the target and renames it over
-the target (`os.replace`), so a reader sees the old file or the new one, never half.
+`atomic_write_text` (from `labkit.atomic`, the home of atomic outputs) writes a temporary
+file next to the target and renames it over the target (`os.replace`), so a reader sees
+the old file or the new one, never half.
 """
+
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable
 from pathlib import Path
+
+from labkit.atomic import atomic_write_text  # noqa: F401  (its long-standing import path)
 
 
 def read_jsonl(path: str | Path, hint: str = "") -> list[dict]:
@@ -31,13 +34,4 @@ def write_jsonl(path: str | Path, rows: Iterable) -> Path:
     path = Path(path)
     with open(path, "w", encoding="utf-8") as f:
         f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
-    return path
-
-
-def atomic_write_text(path: str | Path, text: str, tmp_suffix: str = ".tmp") -> Path:
-    """Replace `path` with `text` atomically (temporary file `<name><tmp_suffix>` beside it, then rename)."""
-    path = Path(path)
-    tmp = path.with_name(path.name + tmp_suffix)
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
     return path

@@ -1,17 +1,28 @@
 """T5 presets built from `T5Config` (never downloaded) and `build_model`.
 
-`tiny` trains in about a minute on 2 CPU cores; `t5-small/base/large` carry the
+`tiny` trains in about a minute on 2 CPU cores; `t5-small/base/large/3b` carry the
 real published shapes (Raffel et al. 2020, v1.0) for memory estimates and GPU runs.
 """
+
 from __future__ import annotations
 
 PRESETS: dict[str, dict] = {
-    "tiny": dict(d_model=128, d_kv=32, d_ff=384, num_layers=2, num_decoder_layers=2, num_heads=4,
-                 relative_attention_num_buckets=16, relative_attention_max_distance=64,
-                 dropout_rate=0.0, n_positions=2048),
+    "tiny": dict(
+        d_model=128,
+        d_kv=32,
+        d_ff=384,
+        num_layers=2,
+        num_decoder_layers=2,
+        num_heads=4,
+        relative_attention_num_buckets=16,
+        relative_attention_max_distance=64,
+        dropout_rate=0.0,
+        n_positions=2048,
+    ),
     "t5-small": dict(d_model=512, d_kv=64, d_ff=2048, num_layers=6, num_decoder_layers=6, num_heads=8),
     "t5-base": dict(d_model=768, d_kv=64, d_ff=3072, num_layers=12, num_decoder_layers=12, num_heads=12),
     "t5-large": dict(d_model=1024, d_kv=64, d_ff=4096, num_layers=24, num_decoder_layers=24, num_heads=16),
+    "t5-3b": dict(d_model=1024, d_kv=128, d_ff=16384, num_layers=24, num_decoder_layers=24, num_heads=32),
 }
 
 
@@ -54,8 +65,9 @@ def check_vocab(model, tokenizer) -> None:
         )
 
 
-def generate_ids(model, tokenizer, sources, max_new_tokens: int, max_source_len: int = 512, batch_size: int = 32,
-                 num_beams: int = 1) -> list:
+def generate_ids(
+    model, tokenizer, sources, max_new_tokens: int, max_source_len: int = 512, batch_size: int = 32, num_beams: int = 1
+) -> list:
     """`model.generate` (greedy by default: `num_beams=1`, no sampling) over `sources` in batches of `batch_size`.
 
     Returns one tensor of token ids per batch (decoder start token first).  Sources are
@@ -71,8 +83,14 @@ def generate_ids(model, tokenizer, sources, max_new_tokens: int, max_source_len:
     out = []
     with torch.no_grad():
         for i in range(0, len(sources), batch_size):
-            enc = tokenizer(list(sources[i : i + batch_size]), return_tensors="pt", padding=True, truncation=True,
-                            max_length=max_source_len, return_token_type_ids=False).to(device)
+            enc = tokenizer(
+                list(sources[i : i + batch_size]),
+                return_tensors="pt",
+                padding=True,
+                truncation=True,
+                max_length=max_source_len,
+                return_token_type_ids=False,
+            ).to(device)
             out.append(model.generate(**enc, max_new_tokens=max_new_tokens, num_beams=num_beams, do_sample=False))
     model.train(was)
     return out

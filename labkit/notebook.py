@@ -3,6 +3,7 @@
 The notebook bootstrap: the run config with seeds and threads (`labkit.config.setup`),
 plus what only a notebook needs -- matplotlib fonts that can draw Chinese labels.
 """
+
 from __future__ import annotations
 
 from labkit.config import Config

@@ -3,6 +3,7 @@
 Built from the files in the results directory, so a report written after a
 partial run (`--only 03`) still shows the earlier notebooks' last results.
 """
+
 from __future__ import annotations
 
 import html
@@ -47,24 +48,37 @@ def _name(e: dict) -> str:
 
 def render_md(rows: list[dict], profile: str) -> str:
     n = {k: sum(r["status"] == k for r in rows) for k in ("passed", "failed", "skipped", "not run")}
-    lines = [f"# labkit course report ({profile} profile)", "",
-             f"{n['passed']} passed, {n['failed']} failed, {n['skipped']} skipped, {n['not run']} not run", "",
-             "| notebook | status | seconds | expectations |", "|---|---|---|---|"]
+    lines = [
+        f"# labkit course report ({profile} profile)",
+        "",
+        f"{n['passed']} passed, {n['failed']} failed, {n['skipped']} skipped, {n['not run']} not run",
+        "",
+        "| notebook | status | seconds | expectations |",
+        "|---|---|---|---|",
+    ]
     for r in rows:
         exps = (r["results"] or {}).get("expectations", [])
         ok = sum(e["passed"] for e in exps)
-        lines.append(f"| {_cell(r['stem'])} | {STATUS_MARK[r['status']]} | {r.get('seconds', 0):.0f} | {ok}/{len(exps)} |")
+        lines.append(
+            f"| {_cell(r['stem'])} | {STATUS_MARK[r['status']]} | {r.get('seconds', 0):.0f} | {ok}/{len(exps)} |"
+        )
     for r in rows:
-        lines += ["", f"## {r['stem']} — {r['title']}", "", f"Status: **{r['status']}**"
-                  + (f" ({r['seconds']:.0f} s)" if r.get("seconds") else "")]
+        lines += [
+            "",
+            f"## {r['stem']} — {r['title']}",
+            "",
+            f"Status: **{r['status']}**" + (f" ({r['seconds']:.0f} s)" if r.get("seconds") else ""),
+        ]
         if r.get("reason"):
             lines += ["", "```", r["reason"], "```"]
         res = r["results"]
         if res:
             lines += ["", "| | expectation | observed | expected |", "|---|---|---|---|"]
             for e in res.get("expectations", []):
-                lines.append(f"| {'PASS' if e['passed'] else 'FAIL'} | {_cell(_name(e))} | "
-                             f"{_cell(_fmt(e['observed']))} | {_cell(e['expected'])} |")
+                lines.append(
+                    f"| {'PASS' if e['passed'] else 'FAIL'} | {_cell(_name(e))} | "
+                    f"{_cell(_fmt(e['observed']))} | {_cell(e['expected'])} |"
+                )
             for x in res.get("skipped", []):
                 lines.append(f"| SKIP | {_cell(x['name'])} | — | {_cell('skipped: ' + x['reason'])} |")
             if res.get("metrics"):
@@ -75,21 +89,27 @@ def render_md(rows: list[dict], profile: str) -> str:
 def render_html(rows: list[dict], profile: str) -> str:
     e = html.escape
     colors = {"passed": "#1a7f37", "failed": "#cf222e", "skipped": "#9a6700", "not run": "#57606a"}
-    parts = [f"<!doctype html><meta charset='utf-8'><title>labkit report ({e(profile)})</title>",
-             "<style>body{font-family:sans-serif;max-width:1100px;margin:2em auto}"
-             "table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:4px 8px;"
-             "text-align:left;vertical-align:top}pre{background:#f6f8fa;padding:8px;white-space:pre-wrap}</style>",
-             f"<h1>labkit course report — {e(profile)} profile</h1>",
-             "<table><tr><th>notebook</th><th>status</th><th>seconds</th><th>expectations</th></tr>"]
+    parts = [
+        f"<!doctype html><meta charset='utf-8'><title>labkit report ({e(profile)})</title>",
+        "<style>body{font-family:sans-serif;max-width:1100px;margin:2em auto}"
+        "table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:4px 8px;"
+        "text-align:left;vertical-align:top}pre{background:#f6f8fa;padding:8px;white-space:pre-wrap}</style>",
+        f"<h1>labkit course report — {e(profile)} profile</h1>",
+        "<table><tr><th>notebook</th><th>status</th><th>seconds</th><th>expectations</th></tr>",
+    ]
     for r in rows:
         exps = (r["results"] or {}).get("expectations", [])
-        parts.append(f"<tr><td><a href='#{e(r['stem'])}'>{e(r['stem'])}</a></td>"
-                     f"<td style='color:{colors[r['status']]}'><b>{e(r['status'])}</b></td>"
-                     f"<td>{r.get('seconds', 0):.0f}</td><td>{sum(x['passed'] for x in exps)}/{len(exps)}</td></tr>")
+        parts.append(
+            f"<tr><td><a href='#{e(r['stem'])}'>{e(r['stem'])}</a></td>"
+            f"<td style='color:{colors[r['status']]}'><b>{e(r['status'])}</b></td>"
+            f"<td>{r.get('seconds', 0):.0f}</td><td>{sum(x['passed'] for x in exps)}/{len(exps)}</td></tr>"
+        )
     parts.append("</table>")
     for r in rows:
-        parts.append(f"<h2 id='{e(r['stem'])}'>{e(r['stem'])} — {e(r['title'])}</h2>"
-                     f"<p>Status: <b style='color:{colors[r['status']]}'>{e(r['status'])}</b></p>")
+        parts.append(
+            f"<h2 id='{e(r['stem'])}'>{e(r['stem'])} — {e(r['title'])}</h2>"
+            f"<p>Status: <b style='color:{colors[r['status']]}'>{e(r['status'])}</b></p>"
+        )
         if r.get("reason"):
             parts.append(f"<pre>{e(r['reason'])}</pre>")
         res = r["results"]
@@ -97,14 +117,21 @@ def render_html(rows: list[dict], profile: str) -> str:
             parts.append("<table><tr><th></th><th>expectation</th><th>observed</th><th>expected</th></tr>")
             for x in res["expectations"]:
                 mark = "&#10004;" if x["passed"] else "&#10008;"
-                parts.append(f"<tr><td>{mark}</td><td>{e(_name(x))}</td><td>{e(_fmt(x['observed']))}</td>"
-                             f"<td>{e(x['expected'])}</td></tr>")
+                parts.append(
+                    f"<tr><td>{mark}</td><td>{e(_name(x))}</td><td>{e(_fmt(x['observed']))}</td>"
+                    f"<td>{e(x['expected'])}</td></tr>"
+                )
             for x in res.get("skipped", []):
-                parts.append(f"<tr><td>SKIP</td><td>{e(x['name'])}</td><td>—</td><td>skipped: {e(x['reason'])}</td></tr>")
+                parts.append(
+                    f"<tr><td>SKIP</td><td>{e(x['name'])}</td><td>—</td><td>skipped: {e(x['reason'])}</td></tr>"
+                )
             parts.append("</table>")
         if res and res.get("metrics"):
-            parts.append("<table><tr><th>metric</th><th>value</th></tr>" + "".join(
-                f"<tr><td>{e(k)}</td><td>{e(_fmt(v))}</td></tr>" for k, v in res["metrics"].items()) + "</table>")
+            parts.append(
+                "<table><tr><th>metric</th><th>value</th></tr>"
+                + "".join(f"<tr><td>{e(k)}</td><td>{e(_fmt(v))}</td></tr>" for k, v in res["metrics"].items())
+                + "</table>"
+            )
     return "\n".join(parts) + "\n"
 
 

@@ -3,6 +3,7 @@
 A run writes `runs/<notebook-stem>/results.json` with exactly this shape::
 
     {"notebook": "01_dirty_data", "profile": "smoke", "seed": 0, "seconds": 41.2,
+     "date": "2026-12-02T01:51:07+00:00",
      "expectations": [{"name": "...", "passed": true, "observed": ..., "expected": "...", "kind": "fix"}],
      "metrics": {"name": value},
      "skipped": [{"name": "...", "reason": "..."}]}
@@ -16,12 +17,14 @@ a GPU), each with the reason, so the report shows them instead of hiding them.
 `finish()` raises `ExpectationFailed` naming every failed claim, so a papermill
 run fails and CI goes red.
 """
+
 from __future__ import annotations
 
 import json
 import math
 import os
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
@@ -35,18 +38,38 @@ class ExpectationFailed(AssertionError):
 KINDS = (None, "pitfall", "fix")
 
 
+RELEASE_MARKER = ".labkit-release.json"  # written at a workshop release's root by `labkit course workshop`
+
+
+def _is_checkout(p: Path) -> bool:
+    return (p / "pyproject.toml").is_file() and (p / "labkit").is_dir()
+
+
+def _is_root(p: Path) -> bool:
+    return (p / RELEASE_MARKER).is_file() or _is_checkout(p)
+
+
 def project_root() -> Path:
-    """The checkout's root (pyproject.toml beside labkit/): from the cwd up, else the package's parent."""
+    """The folder the course lives in: the nearest one, from the cwd up, that is a workshop release (it holds
+    `.labkit-release.json`) or a checkout (`pyproject.toml` beside `labkit/`).
+
+    Outside both: the checkout the package was imported from (an editable install), else the cwd -- never the
+    install's `site-packages`, which holds no data and is no place for results."""
     here = Path.cwd().resolve()
-    pkg_parent = Path(__file__).resolve().parents[1]
-    for p in (here, *here.parents, pkg_parent):
-        if (p / "pyproject.toml").exists() and (p / "labkit").is_dir():
+    for p in (here, *here.parents):
+        if _is_root(p):
             return p
-    return here
+    pkg_parent = Path(__file__).resolve().parents[1]
+    return pkg_parent if _is_checkout(pkg_parent) else here
+
+
+def data_dir() -> Path:
+    """The course's shipped inputs: `<root>/data_samples` (in a release, the release's copy)."""
+    return project_root() / "data_samples"
 
 
 def runs_dir() -> Path:
-    """Where results go: $LABKIT_RUNS_DIR (set by the course runner) or <root>/runs."""
+    """Where results go: $LABKIT_RUNS_DIR (set by the course runner) or `<root>/runs` (see `project_root`)."""
     env = os.environ.get("LABKIT_RUNS_DIR")
     return Path(env) if env else project_root() / "runs"
 
@@ -81,8 +104,9 @@ class Results:
         self.skipped: list[dict] = []
         self._t0 = time.perf_counter()
 
-    def expect(self, name: str, observed: Any, condition: bool | Callable[[Any], bool], expected: str,
-               kind: str | None = None) -> bool:
+    def expect(
+        self, name: str, observed: Any, condition: bool | Callable[[Any], bool], expected: str, kind: str | None = None
+    ) -> bool:
         """Record a claim. `condition` is a bool or a predicate applied to `observed`.
 
         `kind` is "pitfall" (the damage shows) or "fix" (the fix removes it); None for neither."""
@@ -120,6 +144,7 @@ class Results:
             "profile": self.profile,
             "seed": self.seed,
             "seconds": round(time.perf_counter() - self._t0, 2),
+            "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),  # when the run ended (the site shows it)
             "expectations": self.expectations,
             "metrics": self.metrics,
             "skipped": self.skipped,
@@ -138,7 +163,8 @@ class Results:
         if self.failed:
             lines = [f"- {e['name']}: expected {e['expected']}, observed {_short(e['observed'])}" for e in self.failed]
             raise ExpectationFailed(
-                f"{self.notebook}: {len(self.failed)} of {len(self.expectations)} expectations failed\n" + "\n".join(lines)
+                f"{self.notebook}: {len(self.failed)} of {len(self.expectations)} expectations failed\n"
+                + "\n".join(lines)
             )
         print(f"{self.notebook}: all {len(self.expectations)} expectations passed -> {path}")
         return path

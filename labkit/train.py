@@ -3,19 +3,13 @@
 The program itself is `labkit.training.rank_program`; this module only keeps the
 short name that the notebooks, the docs and every launcher command use.
 """
+
 from __future__ import annotations
 
 import sys
 
-from labkit.training.rank_program import (  # noqa: F401  (the public names of the program)
-    ConfigMismatchError,
-    add_arguments,
-    build_parser,
-    main,
-    prepare_data,
-    register,
-    run,
-)
+from labkit.training.own_data import prepare_data  # noqa: F401  (the data folder every rank loads)
+from labkit.training.rank_program import main, preflight, register, run  # noqa: F401  (the public names of the program)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -2,7 +2,7 @@
 """How `make setup` installs PyTorch, and which extras, on this machine.  Standard library only:
 it runs before the package (and anything it depends on) is installed.
 
-    install.py extras                 the default EXTRAS: serve,lab,dev,scale (+ triton where its wheel exists)
+    install.py extras                 the default EXTRAS: serve,lab,dev,scale,site (+ triton where its wheel exists)
     install.py plan                   the decision, as JSON (what `torch` would try, and the build it expects)
     install.py torch                  install torch==VERSION into the running interpreter's environment
     install.py verify                 the installed torch is VERSION *and* the intended build (CPU or CUDA)
@@ -23,6 +23,7 @@ The decision (`plan`):
 A GPU is present when `nvidia-smi -L` succeeds or /proc/driver/nvidia exists.  `--gpu` and `--platform`
 simulate another machine (tests), `--local-cpu` / `--cpu-index` the probes' answers.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,7 +40,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
-BASE_EXTRAS = ("serve", "lab", "dev", "scale")
+BASE_EXTRAS = ("serve", "lab", "dev", "scale", "site")
 # nvidia-pytriton ships only manylinux_2_35 wheels, for x86_64 and aarch64 (checked on PyPI for 0.5.0-0.7.0)
 TRITON_MACHINES = ("x86_64", "aarch64")
 TRITON_GLIBC = (2, 35)
@@ -48,9 +49,9 @@ BUILDS = ("cpu", "cuda", "any")
 
 @dataclass(frozen=True)
 class Platform:
-    system: str                       # sys.platform: linux, darwin, win32
-    machine: str                      # x86_64, aarch64, arm64, amd64 (lower case)
-    glibc: tuple[int, int] | None     # None: not glibc, or unknown
+    system: str  # sys.platform: linux, darwin, win32
+    machine: str  # x86_64, aarch64, arm64, amd64 (lower case)
+    glibc: tuple[int, int] | None  # None: not glibc, or unknown
 
     @classmethod
     def current(cls) -> "Platform":
@@ -73,7 +74,7 @@ class Platform:
 def _glibc_version() -> tuple[int, int] | None:
     text = ""
     try:
-        text = os.confstr("CS_GNU_LIBC_VERSION") or ""          # "glibc 2.36"
+        text = os.confstr("CS_GNU_LIBC_VERSION") or ""  # "glibc 2.36"
     except (AttributeError, ValueError, OSError):
         pass
     if not text.startswith("glibc"):
@@ -98,8 +99,12 @@ def gpu_present() -> bool:
 
 def triton_wheel(plat: Platform) -> bool:
     """Does nvidia-pytriton publish a wheel this platform can install?"""
-    return plat.system == "linux" and plat.machine in TRITON_MACHINES and plat.glibc is not None \
+    return (
+        plat.system == "linux"
+        and plat.machine in TRITON_MACHINES
+        and plat.glibc is not None
         and plat.glibc >= TRITON_GLIBC
+    )
 
 
 def default_extras(plat: Platform) -> str:
@@ -109,14 +114,14 @@ def default_extras(plat: Platform) -> str:
 # ---------------------------------------------------------------------------------------------- the plan
 @dataclass
 class Attempt:
-    source: str                 # configured-cpu | cpu-index | configured | TORCH_PIP_ARGS
-    args: list[str]             # what follows `pip install`
-    probe: str | None = None    # local-cpu | cpu-index: try only when the probe says yes
+    source: str  # configured-cpu | cpu-index | configured | TORCH_PIP_ARGS
+    args: list[str]  # what follows `pip install`
+    probe: str | None = None  # local-cpu | cpu-index: try only when the probe says yes
 
 
 @dataclass
 class Plan:
-    build: str                  # cpu | cuda | any: what `verify` demands
+    build: str  # cpu | cuda | any: what `verify` demands
     why: str
     attempts: list[Attempt] = field(default_factory=list)
     hint: str = ""
@@ -139,21 +144,29 @@ def make_plan(version: str, gpu: bool, plat: Platform, override: str = "", build
         return Plan(expect, "TORCH_PIP_ARGS given", [Attempt("TORCH_PIP_ARGS", [pin, *args])])
     if gpu:
         if plat.system == "linux" and plat.machine == "x86_64":
-            plan = Plan("cuda", "NVIDIA GPU; PyPI's Linux x86_64 torch is the CUDA build",
-                        [Attempt("configured", [pin])])
+            plan = Plan(
+                "cuda", "NVIDIA GPU; PyPI's Linux x86_64 torch is the CUDA build", [Attempt("configured", [pin])]
+            )
         else:
-            plan = Plan("any", f"NVIDIA GPU on {plat}: the configured index decides the build",
-                        [Attempt("configured", [pin])],
-                        hint="for a CUDA build set TORCH_PIP_ARGS to PyTorch's CUDA index, e.g. "
-                             "TORCH_PIP_ARGS='--index-url https://download.pytorch.org/whl/cu128'")
+            plan = Plan(
+                "any",
+                f"NVIDIA GPU on {plat}: the configured index decides the build",
+                [Attempt("configured", [pin])],
+                hint="for a CUDA build set TORCH_PIP_ARGS to PyTorch's CUDA index, e.g. "
+                "TORCH_PIP_ARGS='--index-url https://download.pytorch.org/whl/cu128'",
+            )
     elif plat.system == "darwin":
         plan = Plan("cpu", "no NVIDIA GPU; macOS wheels are the CPU (+MPS) build", [Attempt("configured", [pin])])
     else:
-        plan = Plan("cpu", "no NVIDIA GPU: the CPU build", [
-            Attempt("configured-cpu", [f"{pin}+cpu"], probe="local-cpu"),
-            Attempt("cpu-index", [pin, "--index-url", CPU_INDEX], probe="cpu-index"),
-            Attempt("configured", [pin]),
-        ])
+        plan = Plan(
+            "cpu",
+            "no NVIDIA GPU: the CPU build",
+            [
+                Attempt("configured-cpu", [f"{pin}+cpu"], probe="local-cpu"),
+                Attempt("cpu-index", [pin, "--index-url", CPU_INDEX], probe="cpu-index"),
+                Attempt("configured", [pin]),
+            ],
+        )
     if build != "auto":
         plan.build, plan.why = build, plan.why + f" (TORCH_BUILD={build})"
     return plan
@@ -163,8 +176,12 @@ def make_plan(version: str, gpu: bool, plat: Platform, override: str = "", build
 def configured_offers_cpu(version: str, python: str = sys.executable) -> bool:
     """Do the configured indexes / find-links already offer torch==VERSION+cpu (a local wheel, a mirror)?"""
     try:
-        out = subprocess.run([python, "-m", "pip", "index", "versions", "torch", "--timeout", "10", "--retries", "0"],
-                             capture_output=True, text=True, timeout=60).stdout
+        out = subprocess.run(
+            [python, "-m", "pip", "index", "versions", "torch", "--timeout", "10", "--retries", "0"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        ).stdout
     except (OSError, subprocess.SubprocessError):
         return False
     m = re.search(r"Available versions:(.*)", out)
@@ -176,6 +193,7 @@ def cpu_index_reachable(version: str, timeout: float = 5.0) -> bool:
     cafile = os.environ.get("PIP_CERT") or None
     try:
         import ssl
+
         ctx = ssl.create_default_context(cafile=cafile) if cafile and Path(cafile).exists() else None
         with urllib.request.urlopen(f"{CPU_INDEX}/torch/", timeout=timeout, context=ctx) as r:
             return r.status == 200
@@ -203,24 +221,30 @@ def check_build(installed: tuple[str, str | None] | None, version: str, build: s
         return "torch does not import: the install failed (see pip's output above)"
     have, cuda = installed
     if have.split("+")[0] != version:
-        return (f"torch {have} is installed, not {version}: something replaced the pinned build "
-                f"(check pyproject.toml's ranges against TORCH_VERSION)")
+        return (
+            f"torch {have} is installed, not {version}: something replaced the pinned build "
+            f"(check pyproject.toml's ranges against TORCH_VERSION)"
+        )
     actual = "cuda" if cuda else "cpu"
     if build in ("any", actual):
         return None
     if build == "cpu":
-        return (f"torch {have} is a CUDA build (CUDA {cuda}), but this machine has "
-                f"{'an NVIDIA GPU' if gpu else 'no NVIDIA GPU'} and the CPU build was intended "
-                f"(PyTorch's CPU index {CPU_INDEX} was not reachable and the configured index gave CUDA). "
-                f"Point pip at a CPU build and run setup again, e.g.\n"
-                f"    make setup TORCH_PIP_ARGS=\"--index-url {CPU_INDEX}\"   (or a mirror of it)\n"
-                f"    make setup TORCH_PIP_ARGS=\"--find-links DIR\"          (DIR holds torch-{version}+cpu-*.whl)\n"
-                f"or keep this CUDA build: make setup TORCH_BUILD=any")
-    return (f"torch {have} is the CPU build, but this machine has an NVIDIA GPU and the CUDA build was intended. "
-            f"Install a CUDA build, e.g.\n"
-            f"    make setup TORCH_PIP_ARGS=\"--index-url https://download.pytorch.org/whl/cu128\"  "
-            f"(a CUDA version your driver supports: nvidia-smi)\n"
-            f"or keep the CPU build: make setup TORCH_BUILD=any")
+        return (
+            f"torch {have} is a CUDA build (CUDA {cuda}), but this machine has "
+            f"{'an NVIDIA GPU' if gpu else 'no NVIDIA GPU'} and the CPU build was intended "
+            f"(PyTorch's CPU index {CPU_INDEX} was not reachable and the configured index gave CUDA). "
+            f"Point pip at a CPU build and run setup again, e.g.\n"
+            f'    make setup TORCH_PIP_ARGS="--index-url {CPU_INDEX}"   (or a mirror of it)\n'
+            f'    make setup TORCH_PIP_ARGS="--find-links DIR"          (DIR holds torch-{version}+cpu-*.whl)\n'
+            f"or keep this CUDA build: make setup TORCH_BUILD=any"
+        )
+    return (
+        f"torch {have} is the CPU build, but this machine has an NVIDIA GPU and the CUDA build was intended. "
+        f"Install a CUDA build, e.g.\n"
+        f'    make setup TORCH_PIP_ARGS="--index-url https://download.pytorch.org/whl/cu128"  '
+        f"(a CUDA version your driver supports: nvidia-smi)\n"
+        f"or keep the CPU build: make setup TORCH_BUILD=any"
+    )
 
 
 # ---------------------------------------------------------------------------------------------- commands
@@ -250,17 +274,34 @@ def cmd_extras(a) -> int:
 def cmd_plan(a) -> int:
     plan, gpu, plat = _plan(a)
     chosen = next((t for t in plan.attempts if t.probe is None or _probe(a, t.probe)), None) if a.probe else None
-    print(json.dumps({"gpu": gpu, "platform": str(plat), "extras": default_extras(plat), **asdict(plan),
-                      "chosen": asdict(chosen) if chosen else None}, indent=1))
+    print(
+        json.dumps(
+            {
+                "gpu": gpu,
+                "platform": str(plat),
+                "extras": default_extras(plat),
+                **asdict(plan),
+                "chosen": asdict(chosen) if chosen else None,
+            },
+            indent=1,
+        )
+    )
     return 0
 
 
 def cmd_torch(a) -> int:
     plan, gpu, plat = _plan(a)
-    print(f"torch {a.version}: {plan.why}; expecting the {plan.build} build "
-          f"({'NVIDIA GPU' if gpu else 'no NVIDIA GPU'}, {plat})", flush=True)
+    print(
+        f"torch {a.version}: {plan.why}; expecting the {plan.build} build "
+        f"({'NVIDIA GPU' if gpu else 'no NVIDIA GPU'}, {plat})",
+        flush=True,
+    )
     current = installed_torch()
-    if current and check_build(current, a.version, plan.build, gpu) is None and plan.attempts[0].source != "TORCH_PIP_ARGS":
+    if (
+        current
+        and check_build(current, a.version, plan.build, gpu) is None
+        and plan.attempts[0].source != "TORCH_PIP_ARGS"
+    ):
         print(f"torch {current[0]} already installed: nothing to do")
         return 0
     if current and plan.build != "any" and check_build(current, a.version, plan.build, gpu):
@@ -300,14 +341,23 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("command", choices=("extras", "plan", "torch", "verify"))
     p.add_argument("--version", default=os.environ.get("TORCH_VERSION", "2.13.0"), help="TORCH_VERSION")
     p.add_argument("--pip-args", default=os.environ.get("TORCH_PIP_ARGS", ""), help="TORCH_PIP_ARGS: overrides")
-    p.add_argument("--build", default=os.environ.get("TORCH_BUILD") or "auto", choices=("auto",) + BUILDS,
-                   help="TORCH_BUILD: the build verify demands (auto: decided here)")
+    p.add_argument(
+        "--build",
+        default=os.environ.get("TORCH_BUILD") or "auto",
+        choices=("auto",) + BUILDS,
+        help="TORCH_BUILD: the build verify demands (auto: decided here)",
+    )
     p.add_argument("--gpu", default="auto", choices=("auto", "yes", "no"), help="simulate: NVIDIA GPU present?")
     p.add_argument("--platform", default="auto", help="simulate: e.g. linux-x86_64-glibc2.36, darwin-arm64")
-    p.add_argument("--local-cpu", default="auto", choices=("auto", "yes", "no"),
-                   help="simulate: the configured indexes offer torch==V+cpu")
-    p.add_argument("--cpu-index", default="auto", choices=("auto", "up", "down"),
-                   help="simulate: PyTorch's CPU index is reachable")
+    p.add_argument(
+        "--local-cpu",
+        default="auto",
+        choices=("auto", "yes", "no"),
+        help="simulate: the configured indexes offer torch==V+cpu",
+    )
+    p.add_argument(
+        "--cpu-index", default="auto", choices=("auto", "up", "down"), help="simulate: PyTorch's CPU index is reachable"
+    )
     p.add_argument("--probe", action="store_true", help="plan: also run the probes and say which attempt wins")
     a = p.parse_args(argv)
     return {"extras": cmd_extras, "plan": cmd_plan, "torch": cmd_torch, "verify": cmd_verify}[a.command](a)

@@ -1,7 +1,7 @@
 """Shared pytest setup: unit tests first, the slow notebook runs last."""
+
 import os
 
-import pytest
 
 # Tests start child processes; one thread each keeps 2 cores usable.
 os.environ.setdefault("OMP_NUM_THREADS", "1")

@@ -3,6 +3,7 @@
 The model is freshly initialised (untrained) and seeded: the serving tests check plumbing,
 parity and robustness, not quality (notebook 08 measures quality on a trained model).
 """
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -1,4 +1,5 @@
 """binder/ must agree with pyproject.toml and the Makefile, or Binder builds a different course."""
+
 import re
 import tomllib
 from pathlib import Path
@@ -25,7 +26,9 @@ def test_binder_torch_is_the_cpu_build_the_makefile_pins_and_pyproject_admits():
 
 def test_binder_python_satisfies_requires_python():
     v = (ROOT / "binder" / "runtime.txt").read_text().strip().removeprefix("python-")
-    assert Version(v) in __import__("packaging.specifiers").specifiers.SpecifierSet(PYPROJECT["project"]["requires-python"])
+    assert Version(v) in __import__("packaging.specifiers").specifiers.SpecifierSet(
+        PYPROJECT["project"]["requires-python"]
+    )
 
 
 def test_binder_installs_the_package_with_lab_widgets_and_serving_extras():

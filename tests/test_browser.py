@@ -10,11 +10,15 @@ it: the Makefile's `browser` target) and look at what a learner would see:
   chart, `CleaningViewer`) on a tiny corpus -- the widgets render and answer clicks, the matplotlib
   plot appears as an image;
 * the learner release (`labkit course workshop`): an exercise's check cell fails on the placeholder,
-  and passes once the solution is typed into the exercise cell's editor.
+  and passes once the solution is typed into the exercise cell's editor;
+* a find-and-fix exercise there (05.4), the way a learner meets it: the check fails on the untouched cell,
+  `transfer.load` turns the cell into the script to repair, the check runs that script and fails with the
+  pitfall's hint, the repair is pasted in, and the check runs it and passes.
 
 Chromium missing: skipped locally, a failure under CI (CI=true), where `make setup` must have
 installed it. Playwright's own browser download is never used (`executable_path`).
 """
+
 from __future__ import annotations
 
 import json
@@ -33,11 +37,18 @@ import pytest
 
 ROOT = Path(__file__).parents[1]
 CHROMIUM = os.environ.get("LABKIT_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run", "--disable-quic"]
-SERVER_START_S = 60      # jupyter lab up and answering
-RENDER_MS = 60_000       # a cell's output (kernel start + imports + the cell itself)
-WIDGET_MS = 20_000       # a widget's view, once its cell has output
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+SERVER_START_S = 60  # jupyter lab up and answering
+RENDER_MS = 60_000  # a cell's output (kernel start + imports + the cell itself)
+WIDGET_MS = 20_000  # a widget's view, once its cell has output
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 
@@ -69,8 +80,13 @@ def viewer_notebook(path: Path) -> Path:
     src = nbformat.read(ROOT / "notebooks" / "02_cleaning_pipeline.ipynb", as_version=4)
     params = next(c for c in src.cells if "parameters" in c.metadata.get("tags", []))
     cells = [nbformat.v4.new_code_cell(params.source + "\nN_ARTICLES = 60\nWORKERS = 1\n")]
-    for needle in ("setup(PROFILE", "write_dump(", "clean_paths([dump.crawl_dir], clean_dir", "rejected, by reason",
-                   "CleaningViewer("):
+    for needle in (
+        "setup(PROFILE",
+        "write_dump(",
+        "clean_paths([dump.crawl_dir], clean_dir",
+        "rejected, by reason",
+        "CleaningViewer(",
+    ):
         cells.append(nbformat.v4.new_code_cell(_cell(src, needle).source))
     nb = nbformat.v4.new_notebook(cells=cells, metadata=src.metadata)
     nbformat.write(nb, path)
@@ -79,8 +95,13 @@ def viewer_notebook(path: Path) -> Path:
 
 def learner_release(out: Path) -> Path:
     """The learner release, by the course's own command."""
-    subprocess.run([sys.executable, "-m", "labkit.cli", "course", "workshop", "--out", str(out)], check=True,
-                   cwd=ROOT, capture_output=True, timeout=120)
+    subprocess.run(
+        [sys.executable, "-m", "labkit.cli", "course", "workshop", "--out", str(out)],
+        check=True,
+        cwd=ROOT,
+        capture_output=True,
+        timeout=120,
+    )
     return out / "notebooks"
 
 
@@ -112,15 +133,29 @@ def lab(tmp_path_factory):
     _settings(home / "settings")
     port, token = _free_port(), secrets.token_hex(16)
     bin_dir = str(Path(sys.executable).parent)
-    env = {**os.environ, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", ""),   # the kernel: this python
-           "JUPYTER_CONFIG_DIR": str(home / "config"), "JUPYTER_DATA_DIR": str(home / "data"),
-           "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
-           "LABKIT_RUNS_DIR": str(tmp / "runs"), "PYTHONUNBUFFERED": "1"}
-    cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1",
-           f"--ServerApp.port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
-           f"--ServerApp.root_dir={root}", f"--LabApp.user_settings_dir={home / 'settings'}",
-           f"--LabApp.workspaces_dir={home / 'workspaces'}",
-           "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+    env = {
+        **os.environ,
+        "PATH": bin_dir + os.pathsep + os.environ.get("PATH", ""),  # the kernel: this python
+        "JUPYTER_CONFIG_DIR": str(home / "config"),
+        "JUPYTER_DATA_DIR": str(home / "data"),
+        "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
+        "LABKIT_RUNS_DIR": str(tmp / "runs"),
+        "PYTHONUNBUFFERED": "1",
+    }
+    cmd = [
+        sys.executable,
+        "-m",
+        "jupyterlab",
+        "--no-browser",
+        "--ServerApp.ip=127.0.0.1",
+        f"--ServerApp.port={port}",
+        "--ServerApp.port_retries=0",
+        f"--IdentityProvider.token={token}",
+        f"--ServerApp.root_dir={root}",
+        f"--LabApp.user_settings_dir={home / 'settings'}",
+        f"--LabApp.workspaces_dir={home / 'workspaces'}",
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+    ]
     if os.geteuid() == 0:
         cmd.append("--allow-root")
     log = open(tmp / "jupyter.log", "wb")
@@ -135,9 +170,12 @@ def lab(tmp_path_factory):
                         break
             except OSError:
                 pass
-            assert proc.poll() is None, f"jupyter lab exited ({proc.returncode}):\n{(tmp / 'jupyter.log').read_text()[-3000:]}"
-            assert time.monotonic() < deadline, f"jupyter lab not up in {SERVER_START_S}s:\n" \
-                                                f"{(tmp / 'jupyter.log').read_text()[-3000:]}"
+            assert proc.poll() is None, (
+                f"jupyter lab exited ({proc.returncode}):\n{(tmp / 'jupyter.log').read_text()[-3000:]}"
+            )
+            assert time.monotonic() < deadline, (
+                f"jupyter lab not up in {SERVER_START_S}s:\n{(tmp / 'jupyter.log').read_text()[-3000:]}"
+            )
             time.sleep(0.5)
         yield url, token, root
     finally:
@@ -174,8 +212,9 @@ def open_notebook(browser, lab, rel: str):
     page.goto(f"{url}/lab/workspaces/{workspace}/tree/{rel}?reset&token={token}", timeout=RENDER_MS)
     page.locator(".jp-NotebookPanel .jp-Cell").first.wait_for(timeout=RENDER_MS)
     # the notebook's kernel (its metadata names python3) is started and idle: the status bar says so
-    page.wait_for_function("() => /\\| Idle/.test(document.querySelector('#jp-main-statusbar')?.innerText ?? '')",
-                           timeout=RENDER_MS)
+    page.wait_for_function(
+        "() => /\\| Idle/.test(document.querySelector('#jp-main-statusbar')?.innerText ?? '')", timeout=RENDER_MS
+    )
     return page, errors
 
 
@@ -196,7 +235,7 @@ def test_cleaning_viewer_renders_widgets_and_plots(lab, browser, tmp_path):
         plot = out.locator("img").first
         plot.wait_for(timeout=RENDER_MS)
         viewer_cell = page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell").last
-        viewer_cell.locator(".jp-OutputArea-output").first.wait_for(timeout=RENDER_MS)   # the viewer cell ran
+        viewer_cell.locator(".jp-OutputArea-output").first.wait_for(timeout=RENDER_MS)  # the viewer cell ran
         viewer = viewer_cell.locator(".jupyter-widgets.widget-vbox").first
         try:
             viewer.wait_for(timeout=WIDGET_MS)
@@ -204,18 +243,24 @@ def test_cleaning_viewer_renders_widgets_and_plots(lab, browser, tmp_path):
         except PlaywrightTimeout:
             rendered = False
         if not rendered:
-            pytest.fail("the viewer's widgets did not render (widget manager missing, or JupyterLab and ipywidgets "
-                        f"do not match); the cell shows:\n{viewer_cell.locator('.jp-OutputArea').inner_text()[:1500]}")
+            pytest.fail(
+                "the viewer's widgets did not render (widget manager missing, or JupyterLab and ipywidgets "
+                f"do not match); the cell shows:\n{viewer_cell.locator('.jp-OutputArea').inner_text()[:1500]}"
+            )
         dropdown, slider = viewer.locator(".widget-dropdown select"), viewer.locator(".widget-slider")
         assert dropdown.count() == 1 and slider.count() == 1, "the viewer's dropdown and slider did not render"
         assert viewer.locator("button.widget-button").count() == 2, "the prev/next buttons did not render"
         meta = viewer.locator(".lkv .meta")
         meta.wait_for(timeout=RENDER_MS)
         assert re.search(r"record 1 of \d+", meta.inner_text()), meta.inner_text()
+
         # the widgets talk to the kernel: another group starts at record 1, "next" moves to record 2
         def shows(pattern: str):
-            page.wait_for_function("([el, p]) => new RegExp(p).test(el.querySelector('.lkv .meta')?.innerText)",
-                                   arg=[viewer.element_handle(), pattern], timeout=RENDER_MS)   # re-rendered each time
+            page.wait_for_function(
+                "([el, p]) => new RegExp(p).test(el.querySelector('.lkv .meta')?.innerText)",
+                arg=[viewer.element_handle(), pattern],
+                timeout=RENDER_MS,
+            )  # re-rendered each time
 
         sizes = [int(re.search(r"\((\d+)\)\s*$", o).group(1)) for o in dropdown.locator("option").all_inner_texts()]
         assert len(sizes) >= 2, f"the viewer offers {len(sizes)} group(s)"
@@ -243,15 +288,29 @@ def _grade_cell(nb, grade_id: str) -> int:
     return idx[0]
 
 
-def run_cell(page, cell) -> str:
+def run_cell(page, cell, timeout_ms: int = RENDER_MS) -> str:
     """Select `cell`, run it with Shift+Enter, wait for its new execution count; returns its output text."""
     prompt = cell.locator(".jp-InputArea-prompt")
     before = prompt.inner_text()
     prompt.click()
     page.keyboard.press("Shift+Enter")
-    page.wait_for_function("([el, before]) => /\\[\\d+\\]/.test(el.innerText) && el.innerText !== before",
-                           arg=[prompt.element_handle(), before], timeout=RENDER_MS)
+    page.wait_for_function(
+        "([el, before]) => /\\[\\d+\\]/.test(el.innerText) && el.innerText !== before",
+        arg=[prompt.element_handle(), before],
+        timeout=timeout_ms,
+    )
     return cell.locator(".jp-OutputArea").inner_text()
+
+
+def type_into(page, cell, text: str) -> str:
+    """Replace `cell`'s text in its editor, as a learner typing or pasting; returns what the editor holds."""
+    editor = cell.locator(".cm-content")
+    editor.click()
+    page.keyboard.press("ControlOrMeta+a")
+    page.keyboard.insert_text(text)
+    typed = editor.inner_text()
+    page.keyboard.press("Escape")
+    return typed
 
 
 def test_learner_release_check_fails_then_passes_once_solved(lab, browser, tmp_path):
@@ -265,15 +324,21 @@ def test_learner_release_check_fails_then_passes_once_solved(lab, browser, tmp_p
     stub, check = learner.cells[i], learner.cells[i + 1]
     assert "YOUR CODE HERE" in stub.source and "BEGIN SOLUTION" not in stub.source, stub.source
     assert "check" in check.metadata.get("tags", []), check.source
-    solution = "\n".join(line for line in instructor.cells[_grade_cell(instructor, grade_id)].source.splitlines()
-                         if "### BEGIN SOLUTION" not in line and "### END SOLUTION" not in line)
+    solution = "\n".join(
+        line
+        for line in instructor.cells[_grade_cell(instructor, grade_id)].source.splitlines()
+        if "### BEGIN SOLUTION" not in line and "### END SOLUTION" not in line
+    )
 
     page, errors = open_notebook(browser, lab, f"release/notebooks/{name}")
     cells = page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell")
     exercise, checker = cells.nth(i), cells.nth(i + 1)
     try:
-        page.wait_for_function("n => document.querySelectorAll('.jp-NotebookPanel .jp-Notebook .jp-Cell').length === n",
-                               arg=len(learner.cells), timeout=RENDER_MS)   # all cells in the DOM (no windowing)
+        page.wait_for_function(
+            "n => document.querySelectorAll('.jp-NotebookPanel .jp-Notebook .jp-Cell').length === n",
+            arg=len(learner.cells),
+            timeout=RENDER_MS,
+        )  # all cells in the DOM (no windowing)
         exercise.scroll_into_view_if_needed()
         assert "YOUR CODE HERE" in exercise.locator(".cm-content").inner_text()
 
@@ -300,4 +365,72 @@ def test_learner_release_check_fails_then_passes_once_solved(lab, browser, tmp_p
         except Exception:  # noqa: BLE001 -- the screenshot is for the reader; the assertion above says what failed
             pass
         page.screenshot(path=str(tmp_path / "learner.png"))
+        page.close()
+
+
+CHECK_MS = 200_000  # a find-and-fix check runs the learner's script on 2 gloo ranks (~10-30 s; a loaded machine more)
+
+
+@pytest.mark.timeout(300)
+def test_learner_repairs_a_find_and_fix_script_and_the_check_turns_green(lab, browser, tmp_path):
+    """05.4 in the learner release: ❌ on the untouched cell, ❌ with the pitfall's hint on the loaded script,
+    ✅ once the repair is pasted in -- each check ran the learner's code on 2 processes."""
+    import nbformat
+
+    t0 = time.monotonic()
+    name, grade_id = "05_samplers_and_seeds.ipynb", "nb05_ex4"
+    release = lab[2] / "release" / "notebooks"
+    if not (release / name).exists():
+        learner_release(lab[2] / "release")
+    learner = nbformat.read(release / name, as_version=4)
+    instructor = nbformat.read(ROOT / "notebooks" / name, as_version=4)
+    i = _grade_cell(learner, grade_id)
+    stub = learner.cells[i].source
+    assert "YOUR CODE HERE" in stub and "class ShardedTrainer" not in stub, stub
+    load_line = next(line for line in stub.splitlines() if "transfer.load(" in line)
+    repair = instructor.cells[_grade_cell(instructor, grade_id)].source
+    repair = "\n".join(
+        line for line in repair.splitlines() if "BEGIN SOLUTION" not in line and "END SOLUTION" not in line
+    )
+
+    page, errors = open_notebook(browser, lab, f"release/notebooks/{name}")
+    cells = page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell")
+    exercise, checker = cells.nth(i), cells.nth(i + 1)
+    try:
+        page.wait_for_function(
+            "n => document.querySelectorAll('.jp-NotebookPanel .jp-Notebook .jp-Cell').length === n",
+            arg=len(learner.cells),
+            timeout=RENDER_MS,
+        )
+        exercise.scroll_into_view_if_needed()
+        run_cell(page, exercise)
+        out = run_cell(page, checker)
+        assert "❌ fail" in out and "not answered yet" in out, f"the check on the untouched cell:\n{out}"
+
+        # as the prompt says: remove the '# ' in front of transfer.load and run the cell once
+        uncommented = stub.replace(load_line, load_line.lstrip("# ").split("   <-")[0])
+        type_into(page, exercise, uncommented)
+        run_cell(page, exercise)
+        page.wait_for_function(
+            "el => el.querySelector('.cm-content').innerText.includes('class ShardedTrainer')",
+            arg=exercise.element_handle(),
+            timeout=RENDER_MS,
+        )  # the cell now holds the script to repair
+        run_cell(page, exercise)  # defines fixed_05 = main
+        out = run_cell(page, checker, CHECK_MS)
+        assert "❌ fail" in out and "overlap" in out, f"the check on the unrepaired script:\n{out}"
+
+        typed = type_into(page, exercise, repair)
+        assert "DistributedSampler(self.examples" in typed and "YOUR CODE HERE" not in typed, typed[:500]
+        run_cell(page, exercise)
+        out = run_cell(page, checker, CHECK_MS)
+        assert "✅ pass" in out and "❌ fail" not in out, f"the check on the repaired script:\n{out}"
+        assert not errors, f"JavaScript errors: {errors}"
+        print(f"05.4 in the browser: ❌ -> ❌ (pitfall) -> ✅ in {time.monotonic() - t0:.0f} s")
+    finally:
+        try:
+            checker.scroll_into_view_if_needed(timeout=5000)
+        except Exception:  # noqa: BLE001 -- the screenshot is for the reader; the assertion above says what failed
+            pass
+        page.screenshot(path=str(tmp_path / "find_and_fix.png"))
         page.close()

@@ -3,6 +3,7 @@
 Proven on a generated dirty dump (ids must equal the labels' ids) and, with
 hypothesis, on random bytes under every supported extension.
 """
+
 from __future__ import annotations
 
 import json
@@ -43,12 +44,38 @@ _chunks = st.one_of(
     st.binary(max_size=300),
     st.text(max_size=80).map(lambda t: t.encode("utf-8", "surrogatepass")),
     st.text(max_size=40).map(lambda t: t.encode("gb18030", "replace")),
-    st.sampled_from([b"\n", b"\r\n", b",", b"\t", b'"', b"\x00", b"\xef\xbb\xbf", b"\xff\xfe", b"{", b"}",
-                     b'{"title": "', b'", "body": "', b"title,body\n", b"id,title,body\n", b"<html><title>",
-                     b"<script>", "标题新闻报道内容".encode(), "標題".encode("big5"), b"\x1f\x8b\x08"]),
+    st.sampled_from(
+        [
+            b"\n",
+            b"\r\n",
+            b",",
+            b"\t",
+            b'"',
+            b"\x00",
+            b"\xef\xbb\xbf",
+            b"\xff\xfe",
+            b"{",
+            b"}",
+            b'{"title": "',
+            b'", "body": "',
+            b"title,body\n",
+            b"id,title,body\n",
+            b"<html><title>",
+            b"<script>",
+            "标题新闻报道内容".encode(),
+            "標題".encode("big5"),
+            b"\x1f\x8b\x08",
+        ]
+    ),
 )
-_files = st.lists(st.tuples(st.sampled_from([".jsonl", ".csv", ".tsv", ".html", ".htm", ".txt", ".bin"]),
-                            st.lists(_chunks, max_size=12).map(b"".join)), min_size=1, max_size=4)
+_files = st.lists(
+    st.tuples(
+        st.sampled_from([".jsonl", ".csv", ".tsv", ".html", ".htm", ".txt", ".bin"]),
+        st.lists(_chunks, max_size=12).map(b"".join),
+    ),
+    min_size=1,
+    max_size=4,
+)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

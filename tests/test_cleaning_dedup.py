@@ -1,4 +1,5 @@
 """Near-duplicate detection on real generated articles: folding, templates, bounded work, the scaling bench."""
+
 from __future__ import annotations
 
 import itertools
@@ -7,8 +8,7 @@ import random
 import numpy as np
 import pytest
 
-from labkit.cleaning.dedup import (BANDS, BUCKET_CAP, Deduper, _folded_codepoints, fold_for_signature, jaccard,
-                                   signature)
+from labkit.cleaning.dedup import BANDS, BUCKET_CAP, Deduper, _folded_codepoints, fold_for_signature, jaccard, signature
 from labkit.cleaning.readers import RawRecord
 from labkit.cleaning.validate import clean_record
 from labkit.corpus import generate
@@ -35,7 +35,9 @@ def test_fold_is_for_the_signature_only():
     assert fold_for_signature("据悉，这一消息（完）引起了“关注”。\n\t下 一段") == '据悉,这一消息(完)引起了"关注".下一段'
     for text in ("据悉，这 一\u3000消息", "ab", "", "表情😀，符号"):
         assert "".join(map(chr, _folded_codepoints(text))) == fold_for_signature(text)
-    out = _clean("a", "常州报告支原体肺炎病例增加", "据常州市疾控中心消息，常州一周内报告病例2947例，比上周增加33.6%。" * 2)
+    out = _clean(
+        "a", "常州报告支原体肺炎病例增加", "据常州市疾控中心消息，常州一周内报告病例2947例，比上周增加33.6%。" * 2
+    )
     assert "，" in out.body and "," not in out.body  # the kept text keeps its CJK punctuation
 
 
@@ -73,7 +75,11 @@ def test_work_per_record_is_bounded_by_the_bucket_cap():
     d = Deduper()
     checked = []
     for i in range(3000):
-        body = "".join(rng.sample(fillers, 2)) + f"第{i}号通告：" + "".join(rng.choice("甲乙丙丁戊己庚辛") for _ in range(30))
+        body = (
+            "".join(rng.sample(fillers, 2))
+            + f"第{i}号通告："
+            + "".join(rng.choice("甲乙丙丁戊己庚辛") for _ in range(30))
+        )
         before = d.verified
         d.check(str(i), signature("标题" * 5, body))
         checked.append(d.verified - before)
@@ -106,6 +112,12 @@ def test_scaling_bench_reports_sizes_runs_memory_and_targets(tmp_path):
         assert r["records_per_s"] > 0 and r["mb_per_s"] > 0 and r["peak_rss_mb"] > 0
         assert r["accuracy"] is None if r["run"] == "naive" else r["accuracy"] >= 0.95
     assert result["identical_outputs"] == {30: True, 60: True}
-    assert set(result["targets"]["ratios"]) == {"linear_1_worker", "linear_2_workers", "vs_naive_30", "vs_naive_60",
-                                                "speedup_2_workers_30", "speedup_2_workers_60"}
+    assert set(result["targets"]["ratios"]) == {
+        "linear_1_worker",
+        "linear_2_workers",
+        "vs_naive_30",
+        "vs_naive_60",
+        "speedup_2_workers_30",
+        "speedup_2_workers_60",
+    }
     assert "| 60 |" in scaling_markdown(result).replace(",", "")

@@ -4,6 +4,7 @@ Both run in the test on the same input -- the near-duplicate stage may change, t
 agreement may not: the same clean rows, the same rejected ids with the same reasons
 and details (which original a duplicate points at), nothing lost.
 """
+
 from __future__ import annotations
 
 import json
@@ -29,8 +30,12 @@ def _rows(paths) -> list[dict]:
 def _same_decisions(inputs: list[str], tmp_path: Path) -> dict:
     local, dist = tmp_path / "local", tmp_path / "datatrove"
     assert labkit(["clean", *inputs, "--out", str(local), "--quiet"]) == 0
-    assert labkit(["clean", *inputs, "--out", str(dist), "--engine", "datatrove",
-                   "--workers", "2", "--tasks", "2", "--quiet"]) == 0
+    assert (
+        labkit(
+            ["clean", *inputs, "--out", str(dist), "--engine", "datatrove", "--workers", "2", "--tasks", "2", "--quiet"]
+        )
+        == 0
+    )
     want_clean, want_rej = _rows([local / "clean.jsonl"]), _rows([local / "rejects.jsonl"])
     assert len(list((dist / "clean").glob("*.jsonl"))) == 2  # two shards, two tasks
     got_clean = _rows(sorted((dist / "clean").glob("*.jsonl")))
@@ -40,10 +45,15 @@ def _same_decisions(inputs: list[str], tmp_path: Path) -> dict:
         return json.dumps(r, sort_keys=True, ensure_ascii=False)
 
     assert Counter(r["id"] for r in got_clean) == Counter(r["id"] for r in want_clean)
-    assert Counter((r["id"], r["reason"], r["detail"]) for r in got_rej) == \
-        Counter((r["id"], r["reason"], r["detail"]) for r in want_rej)
+    assert Counter((r["id"], r["reason"], r["detail"]) for r in got_rej) == Counter(
+        (r["id"], r["reason"], r["detail"]) for r in want_rej
+    )
     assert Counter(map(key, got_clean)) == Counter(map(key, want_clean))  # whole rows, not only ids
     assert Counter(map(key, got_rej)) == Counter(map(key, want_rej))
+    # one serialiser per row (labkit.cleaning.rows): the same lines, byte for byte
+    lines = lambda paths: Counter(ln for p in paths for ln in p.read_bytes().splitlines(keepends=True))  # noqa: E731
+    assert lines(sorted((dist / "clean").glob("*.jsonl"))) == lines([local / "clean.jsonl"])
+    assert lines(sorted((dist / "rejects").glob("*.jsonl"))) == lines([local / "rejects.jsonl"])
     report = json.loads((dist / "report.json").read_text(encoding="utf-8"))
     want = json.loads((local / "report.json").read_text(encoding="utf-8"))
     assert report["records"] == want["records"] == report["clean"] + report["rejected"] == len(got_clean) + len(got_rej)

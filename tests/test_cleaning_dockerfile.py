@@ -1,4 +1,5 @@
 """The cleaning Dockerfile is consistent (no Docker engine here, so check what `docker build` relies on)."""
+
 from __future__ import annotations
 
 import ast
@@ -7,21 +8,31 @@ import re
 import shlex
 import sys
 import tomllib
-from pathlib import Path
+
+import pytest
 
 from labkit.results import project_root
 
 ROOT = project_root()
 # the modules `labkit clean` executes: the CLI dispatcher and the pipeline (not bench/score/viewer)
-RUNTIME = ["labkit/__init__.py", "labkit/cli.py", *(f"labkit/cleaning/{m}.py" for m in (
-    "__init__", "cli", "pipeline", "readers", "decode", "repair", "extract", "validate", "dedup"))]
+RUNTIME = [
+    "labkit/__init__.py",
+    "labkit/cli.py",
+    *(
+        f"labkit/cleaning/{m}.py"
+        for m in ("__init__", "cli", "pipeline", "readers", "decode", "repair", "extract", "validate", "dedup")
+    ),
+]
 DIST = {"charset_normalizer": "charset-normalizer"}  # import name -> distribution name
 
 
 def _instructions() -> list[tuple[str, str]]:
     text = (ROOT / "Dockerfile").read_text(encoding="utf-8").replace("\\\n", " ")
-    return [(ln.split(None, 1)[0].upper(), ln.split(None, 1)[1] if " " in ln.strip() else "")
-            for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    return [
+        (ln.split(None, 1)[0].upper(), ln.split(None, 1)[1] if " " in ln.strip() else "")
+        for ln in text.splitlines()
+        if ln.strip() and not ln.lstrip().startswith("#")
+    ]
 
 
 def _pip_specs() -> dict[str, str]:
@@ -60,8 +71,9 @@ def test_entrypoint_is_the_clean_cli():
 
 
 def test_copied_paths_exist_and_are_not_dockerignored():
-    ignored = {ln.strip() for ln in (ROOT / ".dockerignore").read_text().splitlines()
-               if ln.strip() and not ln.startswith("#")}
+    ignored = {
+        ln.strip() for ln in (ROOT / ".dockerignore").read_text().splitlines() if ln.strip() and not ln.startswith("#")
+    }
     copies = [shlex.split(arg)[:-1] for op, arg in _instructions() if op == "COPY"]
     assert copies, "the Dockerfile copies nothing"
     for sources in copies:
@@ -88,20 +100,42 @@ def test_runs_as_non_root():
     assert users and users[-1] not in ("root", "0")
 
 
-def test_clean_cli_runs_without_the_packages_the_image_leaves_out(tmp_path):
-    """What the slim image lacks (torch, transformers, pandas, ...) is blocked; `labkit clean` must still work."""
+@pytest.mark.parametrize("quiet", [["--quiet"], []], ids=["quiet", "progress lines"])
+def test_clean_cli_runs_without_the_packages_the_image_leaves_out(tmp_path, quiet):
+    """What the slim image lacks (torch, transformers, pandas, tqdm ...) is blocked; `labkit clean` must still work,
+    its progress included (lines: the image's logs are not a terminal)."""
     import subprocess
 
     (tmp_path / "in").mkdir()
-    (tmp_path / "in" / "a.txt").write_text("北京智慧城市项目正式启动首批覆盖三区\n" + "北京市今日召开新闻发布会。" * 6,
-                                           encoding="utf-8")
+    (tmp_path / "in" / "a.txt").write_text(
+        "北京智慧城市项目正式启动首批覆盖三区\n" + "北京市今日召开新闻发布会。" * 6, encoding="utf-8"
+    )
     allowed = {DIST.get(n, n).replace("-", "_") for n in _pip_specs()}
-    blocked = [m for m in ("torch", "transformers", "tokenizers", "accelerate", "pandas", "matplotlib",
-                           "bs4", "jieba", "tqdm", "tensorboard", "papermill", "ipywidgets", "psutil")
-               if m not in allowed]
-    code = (f"import sys\nfor m in {blocked!r}: sys.modules[m] = None\n"
-            "from labkit.cli import main\n"
-            f"sys.exit(main(['clean', {str(tmp_path / 'in')!r}, '--out', {str(tmp_path / 'out')!r}, '--quiet']))")
+    blocked = [
+        m
+        for m in (
+            "torch",
+            "transformers",
+            "tokenizers",
+            "accelerate",
+            "pandas",
+            "matplotlib",
+            "bs4",
+            "jieba",
+            "tqdm",
+            "tensorboard",
+            "papermill",
+            "ipywidgets",
+            "psutil",
+        )
+        if m not in allowed
+    ]
+    code = (
+        f"import sys\nfor m in {blocked!r}: sys.modules[m] = None\n"
+        "from labkit.cli import main\n"
+        f"sys.exit(main(['clean', {str(tmp_path / 'in')!r}, '--out', {str(tmp_path / 'out')!r}, *{quiet!r}]))"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
+    assert ("clean 1/1 files | records 1" in proc.stdout) is not bool(quiet), proc.stdout
     assert json.loads((tmp_path / "out" / "clean.jsonl").read_text(encoding="utf-8"))["id"] == "a.txt"

@@ -1,4 +1,5 @@
 """Scoring against labels, and the benchmark command on a tiny dump."""
+
 from __future__ import annotations
 
 import json
@@ -22,15 +23,21 @@ def test_precision_recall_per_code_and_recall_per_defect(tmp_path: Path):
         {"id": "d", "defects": [], "expected": "clean", "expected_fixes": []},
         {"id": "e", "defects": ["meta_charset_lie"], "expected": "clean", "expected_fixes": []},
     ]
-    _write(tmp_path / "clean.jsonl", [
-        {"id": "a", "title": "t", "body": "b", "source": "s", "fixes": ["decoded:gb18030"]},
-        {"id": "c", "title": "t", "body": "b", "source": "s", "fixes": []},            # missed duplicate
-        {"id": "e", "title": "t", "body": "b", "source": "s", "fixes": ["charset_mismatch"]},
-    ])
-    _write(tmp_path / "rejects.jsonl", [
-        {"id": "b", "source": "s", "reason": "title_too_short", "detail": "", "fixes": []},
-        {"id": "d", "source": "s", "reason": "title_too_short", "detail": "", "fixes": []},  # wrongly rejected
-    ])
+    _write(
+        tmp_path / "clean.jsonl",
+        [
+            {"id": "a", "title": "t", "body": "b", "source": "s", "fixes": ["decoded:gb18030"]},
+            {"id": "c", "title": "t", "body": "b", "source": "s", "fixes": []},  # missed duplicate
+            {"id": "e", "title": "t", "body": "b", "source": "s", "fixes": ["charset_mismatch"]},
+        ],
+    )
+    _write(
+        tmp_path / "rejects.jsonl",
+        [
+            {"id": "b", "source": "s", "reason": "title_too_short", "detail": "", "fixes": []},
+            {"id": "d", "source": "s", "reason": "title_too_short", "detail": "", "fixes": []},  # wrongly rejected
+        ],
+    )
     r = score(labels, tmp_path)
     assert r["accuracy"] == pytest.approx(3 / 5)
     assert r["by_code"]["title_too_short"] == {"precision": 0.5, "recall": 1.0, "tp": 1, "fp": 1, "fn": 0}

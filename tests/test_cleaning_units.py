@@ -1,7 +1,7 @@
 """Unit tests of the cleaning steps on hand-made inputs (decode, repair, extract, validate, dedup)."""
+
 from __future__ import annotations
 
-import codecs
 
 import pytest
 
@@ -15,11 +15,20 @@ from labkit.cleaning.validate import Limits, clean_record
 ZH = "北京市今日召开新闻发布会，宣布“智慧城市”项目正式启动：首批试点覆盖三个区。记者了解到，该项目总投资约十二亿元，将在未来三年内完成建设。"
 ZH2 = "上海某科技公司发布新一代人工智能芯片，性能较上一代提升百分之四十，预计明年量产。业内人士认为，这将推动国产芯片产业发展，带动上下游企业。"
 TITLE = "北京智慧城市项目正式启动首批覆盖三区"
-ZH_TW = "北京市今日召開新聞發布會，宣布「智慧城市」項目正式啟動：首批試點覆蓋三個區。記者了解到，該項目總投資約十二億元。"
+ZH_TW = (
+    "北京市今日召開新聞發布會，宣布「智慧城市」項目正式啟動：首批試點覆蓋三個區。記者了解到，該項目總投資約十二億元。"
+)
 
 
-FIX = {"utf-8": [], "gb18030": ["decoded:gb18030"], "gbk": ["decoded:gb18030"], "big5": ["decoded:big5"],
-       "utf-16": ["decoded:utf-16"], "utf-8-sig": ["bom_stripped"], "utf-32": ["decoded:utf-32"]}
+FIX = {
+    "utf-8": [],
+    "gb18030": ["decoded:gb18030"],
+    "gbk": ["decoded:gb18030"],
+    "big5": ["decoded:big5"],
+    "utf-16": ["decoded:utf-16"],
+    "utf-8-sig": ["bom_stripped"],
+    "utf-32": ["decoded:utf-32"],
+}
 
 
 @pytest.mark.parametrize("enc", sorted(FIX))
@@ -109,9 +118,11 @@ def test_traditional_character_furniture_is_removed_too():
 
 
 def test_parser_drops_multiline_uppercase_scripts_the_regex_misses():
-    html = (f"<html><head><title>{TITLE} - 某某新闻网</title></head><body><nav>首页 | 国内</nav>"
-            f"<div class='article-content'><p>{ZH}</p><SCRIPT type='text/javascript'>\nvar x = '<p>不是正文</p>';\n"
-            f"</SCRIPT><style>\np {{color: red}}</style><p>{ZH2}</p></div><footer>联系我们</footer></body></html>")
+    html = (
+        f"<html><head><title>{TITLE} - 某某新闻网</title></head><body><nav>首页 | 国内</nav>"
+        f"<div class='article-content'><p>{ZH}</p><SCRIPT type='text/javascript'>\nvar x = '<p>不是正文</p>';\n"
+        f"</SCRIPT><style>\np {{color: red}}</style><p>{ZH2}</p></div><footer>联系我们</footer></body></html>"
+    )
     page = extract_article(html)
     assert page.title == TITLE
     assert "不是正文" not in page.body and "color" not in page.body and "首页" not in page.body
@@ -184,8 +195,11 @@ def test_signatures_are_deterministic_across_processes():
     import subprocess
     import sys
 
-    code = ("from labkit.cleaning.dedup import signature;"
-            f"print(signature('t', {ZH!r}).minhash.hex())")
-    runs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                           env={"PYTHONHASHSEED": str(s)}).stdout for s in (1, 2)}
+    code = f"from labkit.cleaning.dedup import signature;print(signature('t', {ZH!r}).minhash.hex())"
+    runs = {
+        subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, env={"PYTHONHASHSEED": str(s)}
+        ).stdout
+        for s in (1, 2)
+    }
     assert runs == {signature("t", ZH).minhash.hex() + "\n"}

@@ -1,4 +1,5 @@
 """The before/after viewer: groups by reason and fix, highlights differences, works with and without a kernel."""
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -9,6 +9,7 @@
 Everything runs in-process through `labkit.cli.main` (fast); one subprocess test covers the
 installed entry point (`labkit --version`, `labkit --help`, no torch at start-up).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,9 +29,9 @@ FIXTURES = Path(__file__).parent / "fixtures" / "course"
 
 EXPECTED = {
     (): {"bench", "clean", "corpus", "course", "doctor", "export", "serve", "train"},
-    ("bench",): {"clean", "serve", "train"},
+    ("bench",): {"clean", "course", "serve", "train"},
     ("corpus",): {"make"},
-    ("course",): {"list", "run", "workshop"},
+    ("course",): {"grade", "list", "run", "seeds", "site", "times", "workshop"},
     ("doctor",): {"env", "log", "script"},
     ("serve",): {"api", "baseline", "triton"},
 }
@@ -64,14 +65,35 @@ def run_cli(argv: list[str], capsys) -> tuple[int, str, str]:
 
 # ---- the command set and --help ---------------------------------------------
 
+
 def test_the_full_command_set_is_present():
     tree = dict(_tree(build_parser()))
     with_subcommands = {path: _subcommands(p) for path, p in tree.items() if _subcommands(p)}
     assert with_subcommands == EXPECTED
     leaves = sorted(" ".join(p) for p, parser in tree.items() if p and not _subcommands(parser))
-    assert leaves == ["bench clean", "bench serve", "bench train", "clean", "corpus make", "course list", "course run",
-                      "course workshop", "doctor env", "doctor log", "doctor script", "export", "serve api", "serve baseline",
-                      "serve triton", "train"]
+    assert leaves == [
+        "bench clean",
+        "bench course",
+        "bench serve",
+        "bench train",
+        "clean",
+        "corpus make",
+        "course grade",
+        "course list",
+        "course run",
+        "course seeds",
+        "course site",
+        "course times",
+        "course workshop",
+        "doctor env",
+        "doctor log",
+        "doctor script",
+        "export",
+        "serve api",
+        "serve baseline",
+        "serve triton",
+        "train",
+    ]
 
 
 @pytest.mark.parametrize("path", ALL_PATHS, ids=lambda p: " ".join(p) or "labkit")
@@ -136,7 +158,16 @@ BAD = [
     (["bench", "clean", "--workers", "x"], "is not a whole number"),
     (["bench", "clean", "--workers", "0"], "must be at least 1"),
     (["bench", "clean", "--dump", "{missing}"], "no such directory"),
-    (["bench", "clean", "--dump", "{dir}", "--n", "5"], "has no crawl/ and labels.jsonl; make one with `labkit corpus make`"),
+    (
+        ["bench", "clean", "--dump", "{dir}", "--n", "5"],
+        "has no crawl/ and labels.jsonl; make one with `labkit corpus make`",
+    ),
+    (["course", "seeds", "--seeds", "x"], "write seeds as numbers or ranges"),
+    (["course", "seeds", "--seeds", "1", "-p", "SEED", "2"], "the sweep sets SEED itself"),
+    (["course", "seeds", "--only", "99"], "no notebook matches --only 99"),
+    (["bench", "course", "--only", "99"], "no notebook matches --only 99"),
+    (["bench", "course", "--only", "01", "--busy", "0"], "--busy: 0 must be at least 1"),
+    (["bench", "course", "--only", "01", "--env", "LABKIT_THREADS"], "write NAME=VALUE"),
     (["bench", "train", "--steps", "0"], "--steps: 0 must be at least 1"),
     (["bench", "train", "--threads", "two"], "'two' is not a whole number"),
     (["bench", "train", "--json", "{dir}"], "is a directory; name a file"),
@@ -146,6 +177,18 @@ BAD = [
     (["course", "run", "--notebooks", "{fixtures}", "--out", "{file}"], "is a file"),
     (["course", "run", "--profile", "huge"], "invalid choice: 'huge'"),
     (["course", "list", "--notebooks", "{file}"], "is a file, not a directory"),
+    (["course", "site", "--out", "{dir}/s", "--runs", "{missing}"], "no such directory"),
+    (["course", "site", "--out", "{file}"], "is a file"),
+    (["course", "site", "--out", "{dir}/s", "--repo-url", "github.com/a/b"], "is not a web address"),
+    (["course", "site", "--out", "{dir}/s", "--runs", "{dir}", "--only", "00"], "00_start_here has no run in"),
+    (["course", "site", "--out", "{dir}/s", "--only", "99"], "no notebook matches --only 99"),
+    (["course", "times", "--runs", "{missing}"], "no such directory"),
+    (["course", "times", "--runs", "{dir}"], "no <notebook>/results.json in it"),
+    (["course", "times", "--shared", "{missing}"], "no such file or directory"),
+    (["course", "grade", "{missing}", "--out", "{dir}/o"], "no such directory"),
+    (["course", "grade", "{dir}", "--out", "{dir}/o"], "holds no learner folders"),
+    (["course", "grade", "{dir}", "--out", "{dir}/o", "--release", "{dir}"], "not a labkit release marker"),
+    (["course", "grade", "{dir}", "--out", "{dir}/o", "--timeout", "0"], "--timeout: 0 must be greater than 0"),
     (["corpus", "make", "--n", "many", "--out", "{dir}"], "'many' is not a whole number"),
     (["corpus", "make", "--n", "0", "--out", "{dir}"], "--n: 0 must be at least 1"),
     (["corpus", "make", "--n", "5", "--out", "{dir}", "--rates", "bogus"], "write NAME=VALUE"),
@@ -171,6 +214,11 @@ BAD = [
     (["serve", "api", "--start-triton"], "--start-triton needs --onnx DIR"),
     (["serve", "api", "--timeout", "0"], "--timeout: 0 must be greater than 0"),
     (["serve", "api", "--threads", "-2"], "--threads: -2 must be 0 or more"),
+    (["serve", "api", "--max-restarts", "-1"], "--max-restarts: -1 must be 0 or more"),
+    (["serve", "api", "--restart-window", "0"], "--restart-window: 0 must be greater than 0"),
+    (["train", "--log-every", "often"], "'often' is not a whole number"),
+    (["clean", "{dir}", "--out", "{dir}/o", "--log-every", "0"], "--log-every: 0 must be greater than 0"),
+    (["export", "--model", "{dir}", "--out", "{dir}/o", "--quiet", "--n", "0"], "--n: 0 must be at least 1"),
     (["export", "--model", "{dir}", "--out", "{file}"], "is a file"),
 ]
 
@@ -179,8 +227,12 @@ BAD = [
 def places(tmp_path) -> dict[str, str]:
     (tmp_path / "afile").write_text("x")
     (tmp_path / "adir").mkdir()
-    return {"file": str(tmp_path / "afile"), "dir": str(tmp_path / "adir"), "missing": str(tmp_path / "missing"),
-            "fixtures": str(FIXTURES)}
+    return {
+        "file": str(tmp_path / "afile"),
+        "dir": str(tmp_path / "adir"),
+        "missing": str(tmp_path / "missing"),
+        "fixtures": str(FIXTURES),
+    }
 
 
 @pytest.mark.parametrize("argv, needle", BAD, ids=[" ".join(a) for a, _ in BAD])
@@ -199,9 +251,11 @@ def test_bad_input_is_one_line_and_exit_2(argv, needle, places, capsys):
 
 def test_bad_input_through_the_installed_command_is_one_line(places):
     """The same contract seen from outside: exit status, stderr, no traceback (a few, as subprocesses)."""
-    for argv, needle in [(["bench", "serve", "--url", "http://192.168.1.1:80"], "not on this machine"),
-                         (["train", "--schedule", "nope", "--steps", "0"], "invalid choice: 'nope'"),
-                         (["serve", "baseline", "--model", places["missing"]], "no such directory")]:
+    for argv, needle in [
+        (["bench", "serve", "--url", "http://192.168.1.1:80"], "not on this machine"),
+        (["train", "--schedule", "nope", "--steps", "0"], "invalid choice: 'nope'"),
+        (["serve", "baseline", "--model", places["missing"]], "no such directory"),
+    ]:
         proc = subprocess.run([sys.executable, "-m", "labkit.cli", *argv], capture_output=True, text=True, timeout=120)
         assert proc.returncode == 2, proc.stderr
         assert "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1 and needle in proc.stderr
@@ -218,7 +272,7 @@ def test_python_m_labkit_train_keeps_the_contract(capsys):
 
 
 def test_launch_refuses_bad_train_arguments_before_any_rank_starts(tmp_path):
-    from labkit.distributed.launch import LaunchError, launch
+    from labkit.distributed.launcher import LaunchError, launch
 
     with pytest.raises(LaunchError, match="invalid choice: 'nope'"):
         launch(["--schedule", "nope", "--steps", "0"], 2, out_dir=tmp_path, launcher="python", echo=None)
@@ -243,6 +297,7 @@ def test_a_run_that_fails_exits_1_with_its_reason(monkeypatch, capsys):
 
 # ---- start-up: labkit modules must import; optional extras may be missing ----
 
+
 def test_a_labkit_module_that_fails_to_import_is_an_error_not_a_missing_command(monkeypatch):
     monkeypatch.setitem(cli.COMMANDS, "broken", "labkit.no_such_module_xyz")
     with pytest.raises(ImportError, match="labkit broken: cannot import labkit.no_such_module_xyz"):
@@ -250,9 +305,11 @@ def test_a_labkit_module_that_fails_to_import_is_an_error_not_a_missing_command(
 
 
 def test_a_missing_optional_extra_gives_an_unavailable_command(monkeypatch, tmp_path, capsys):
-    (tmp_path / "lk_fake_topic.py").write_text(textwrap.dedent("""
+    (tmp_path / "lk_fake_topic.py").write_text(
+        textwrap.dedent("""
         import no_such_extra_pkg_xyz  # an optional third-party dependency that is not installed
-    """))
+    """)
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setitem(cli.COMMANDS, "fake", "lk_fake_topic")
     rc, out, err = run_cli(["fake", "--port", "1", "--help"], capsys)
@@ -263,6 +320,7 @@ def test_a_missing_optional_extra_gives_an_unavailable_command(monkeypatch, tmp_
 
 
 # ---- the installed entry point ----------------------------------------------
+
 
 def test_installed_entry_point_version_and_fast_help():
     from importlib.metadata import version

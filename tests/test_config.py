@@ -46,9 +46,36 @@ def test_device_autodetect_and_clear_error_for_missing_cuda():
             resolve_device("cuda")
 
 
-def test_setup_applies_seed_and_threads():
+@pytest.fixture
+def torch_threads():
+    """`setup` sets torch's thread count for the whole process: put it back for the tests that run after."""
+    before = torch.get_num_threads()
+    yield
+    torch.set_num_threads(before)
+
+
+def test_setup_applies_seed_and_threads(torch_threads):
+    def draws():
+        return random.random(), np.random.rand(), torch.rand(3).tolist()
+
+    random.seed(5)
+    np.random.seed(5)
+    torch.manual_seed(5)
+    seeded = random.getstate(), np.random.get_state()[1].copy(), torch.get_rng_state()
+    expected = draws()
+    random.seed(99)  # leave every generator somewhere else before setup
+    np.random.seed(99)
+    torch.manual_seed(99)
+
     cfg = setup("smoke", seed=5, threads=1)
+    assert random.getstate() == seeded[0]
+    assert np.array_equal(np.random.get_state()[1], seeded[1])
+    assert torch.equal(torch.get_rng_state(), seeded[2])
+    assert draws() == expected
     assert cfg.seed == 5 and torch.get_num_threads() == 1
+
+    setup("smoke", seed=6, threads=1)
+    assert draws() != expected
 
 
 def test_every_notebook_size_is_in_both_profiles_and_the_notebooks_ask_only_for_those():

@@ -1,4 +1,5 @@
 """The dump's labels are an answer key: check every label against the bytes actually written."""
+
 import csv
 import hashlib
 import io
@@ -90,10 +91,28 @@ def test_default_rates_reject_about_thirty_percent(dump):
     info, labels, _ = dump
     assert 0.22 <= info.reject_share <= 0.38, info.expected
     kinds = Counter(d.split(":")[0] for lab in labels for d in lab["defects"])
-    for k in ("encoding", "meta_charset_lie", "script_multiline", "script_upper", "boilerplate",
-              "mojibake_latin-1", "mojibake_cp1252", "replacement_chars", "csv_swapped", "csv_misaligned",
-              "json_truncated", "title_missing", "title_too_short", "title_too_long", "body_too_short",
-              "exact_duplicate", "near_duplicate", "binary_file", "control_chars", "whitespace"):
+    for k in (
+        "encoding",
+        "meta_charset_lie",
+        "script_multiline",
+        "script_upper",
+        "boilerplate",
+        "mojibake_latin-1",
+        "mojibake_cp1252",
+        "replacement_chars",
+        "csv_swapped",
+        "csv_misaligned",
+        "json_truncated",
+        "title_missing",
+        "title_too_short",
+        "title_too_long",
+        "body_too_short",
+        "exact_duplicate",
+        "near_duplicate",
+        "binary_file",
+        "control_chars",
+        "whitespace",
+    ):
         assert kinds[k] > 0, k
     assert {e for lab in labels for e in [_encoding(lab)]} >= {"utf-8", "gbk", "gb18030", "utf-8-sig"}
 
@@ -135,7 +154,7 @@ def test_each_label_matches_the_bytes(dump):
             if "mojibake_repaired" in lab["expected_fixes"]:
                 title, body = ftfy.fix_encoding(title), ftfy.fix_encoding(body)
             if "decoded:big5" in lab["expected_fixes"]:
-                assert len(title) == len(art["title"])   # traditional characters, same length
+                assert len(title) == len(art["title"])  # traditional characters, same length
                 continue
             assert title == art["title"], lab
             lead = art["body"].split("。")[0]
@@ -193,8 +212,23 @@ def test_bad_rates_and_reused_directory_are_clear_errors(tmp_path):
 def test_cli_make(tmp_path, capsys):
     from labkit.cli import main
 
-    assert main(["corpus", "make", "--n", "40", "--seed", "4", "--out", str(tmp_path / "d"),
-                 "--rates", "title_missing=0.5,near_duplicate=0"]) == 0
+    assert (
+        main(
+            [
+                "corpus",
+                "make",
+                "--n",
+                "40",
+                "--seed",
+                "4",
+                "--out",
+                str(tmp_path / "d"),
+                "--rates",
+                "title_missing=0.5,near_duplicate=0",
+            ]
+        )
+        == 0
+    )
     labels = load_labels(tmp_path / "d")
     assert sum(lab["expected"] == "title_missing" for lab in labels) > 5
     assert "rejects" in capsys.readouterr().out
@@ -211,3 +245,34 @@ def test_parse_rates_forms():
     assert parse_rates(None) == {}
     with pytest.raises(ValueError, match="NAME=VALUE"):
         parse_rates("mojibake")
+
+
+def test_exports_say_where_records_landed_without_changing_them():
+    """`pages` serialises and reports placements; only `layout.write_files` places records (`Rec.place`)."""
+    import copy
+    import random
+
+    from labkit.corpus.pages import csv_text, jsonl_text
+    from labkit.corpus.record import Rec
+
+    arts = generate(4, seed=1)
+    chunk = [
+        Rec(arts[0], "jsonl", arts[0].title, arts[0].body),
+        Rec(arts[1], "jsonl", None, arts[1].body, title_style="null"),
+        Rec(arts[2], "jsonl", arts[2].title, arts[2].body, expected="malformed_record"),
+    ]
+    before = copy.deepcopy(chunk)
+    text, placed = jsonl_text(chunk, "jsonl/part-0001.jsonl", True, random.Random(0))
+    assert chunk == before, "a serialiser changed its records"
+    # the truncated row has no readable id: the reader and the label fall back to file:row
+    assert placed == [(1, "part-0001-001"), (2, "part-0001-002"), (3, None)]
+    lines = text.splitlines()
+    assert json.loads(lines[1])["title"] is None and len(lines) == 3
+
+    rows = [Rec(a, "csv", a.title, a.body) for a in arts]
+    rows[1].swapped, rows[2].misaligned, rows[3].misaligned = True, "extra", "missing"
+    text, placed = csv_text(rows, "csv/export-0002.csv", False)
+    assert placed == [(1, None), (2, None), (3, None), (4, None)]
+    parsed = list(csv.reader(io.StringIO(text)))
+    assert parsed[2][:2] == [arts[1].body, arts[1].title]  # swapped columns
+    assert len(parsed[3]) == 5 and len(parsed[4]) == 3  # one column too many / too few

@@ -1,4 +1,5 @@
 """The generator's contract: deterministic, within the length limits, tasks derivable from the body."""
+
 import re
 from collections import Counter
 
@@ -50,7 +51,7 @@ def test_title_and_summary_numbers_are_stated_in_the_body(arts):
 def test_near_duplicates_are_closer_than_any_two_distinct_articles(arts):
     def grams(t: str) -> set[str]:
         t = t.replace("\n", "")
-        return {t[i:i + 5] for i in range(len(t) - 4)}
+        return {t[i : i + 5] for i in range(len(t) - 4)}
 
     def jac(x: set, y: set) -> float:
         return len(x & y) / len(x | y)
@@ -60,8 +61,9 @@ def test_near_duplicates_are_closer_than_any_two_distinct_articles(arts):
     rng = random.Random(0)
     sample = arts[:600]
     g = [grams(a.body) for a in sample]
-    distinct = max(jac(g[i], g[j]) for i in range(len(g)) for j in range(i + 1, len(g))
-                   if sample[i].category == sample[j].category)
+    distinct = max(
+        jac(g[i], g[j]) for i in range(len(g)) for j in range(i + 1, len(g)) if sample[i].category == sample[j].category
+    )
     near = min(jac(g[i], grams(dirt.near_duplicate(sample[i].body, rng))) for i in range(200))
     assert distinct < 0.7 and near >= 0.8, (distinct, near)
 

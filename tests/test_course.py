@@ -1,4 +1,5 @@
 """The runner, on fixture notebooks: one passes, one fails on purpose, one needs 64 GPUs."""
+
 import json
 import subprocess
 import sys
@@ -8,7 +9,7 @@ import pytest
 
 from labkit import course
 from labkit.cli_errors import UsageError
-from labkit.course import discover, parse_value, run_course, select, unmet_needs
+from labkit.course import discover, parse_value, select, unmet_needs
 
 FIXTURES = Path(__file__).parent / "fixtures" / "course"
 
@@ -16,7 +17,7 @@ FIXTURES = Path(__file__).parent / "fixtures" / "course"
 def test_discover_orders_and_reads_metadata():
     infos = discover(FIXTURES)
     assert [i.number for i in infos] == ["01", "02", "03"]
-    assert infos[2].needs == {"gpus": 64} and infos[1].title == "fails on purpose"
+    assert infos[2].needs_for("smoke") == {"gpus": 64} and infos[1].title == "fails on purpose"
 
 
 def test_select_by_number_or_stem_and_rejects_unknown():
@@ -39,9 +40,28 @@ def test_unmet_needs():
 def fixture_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("runs")
     proc = subprocess.run(
-        [sys.executable, "-m", "labkit.cli", "course", "run", "--notebooks", str(FIXTURES), "--out", str(out),
-         "-p", "THRESHOLD", "2.0", "-p", "SEED", "4", "--no-progress"],
-        capture_output=True, text=True, timeout=300)
+        [
+            sys.executable,
+            "-m",
+            "labkit.cli",
+            "course",
+            "run",
+            "--notebooks",
+            str(FIXTURES),
+            "--out",
+            str(out),
+            "-p",
+            "THRESHOLD",
+            "2.0",
+            "-p",
+            "SEED",
+            "4",
+            "--no-progress",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     return proc, out
 
 
@@ -86,9 +106,14 @@ def test_p_profile_full_is_the_same_as_profile_full(monkeypatch, tmp_path, how):
     from labkit.config import get_config
 
     seen = []
-    monkeypatch.setattr(course, "run_notebook", lambda info, out, parameters, profile, cell_timeout, progress=True:
-                        seen.append((parameters["PROFILE"], profile, cell_timeout))
-                        or course.NotebookRun(info.stem, info.title, "passed"))
+    monkeypatch.setattr(
+        course,
+        "run_notebook",
+        lambda info, out, parameters, profile, cell_timeout, progress=True: (
+            seen.append((parameters["PROFILE"], profile, cell_timeout))
+            or course.NotebookRun(info.stem, info.title, "passed")
+        ),
+    )
     argv = ["--profile", "full"] if how == "--profile" else ["-p", "PROFILE", "full"]
     assert main(["course", "run", "--notebooks", str(FIXTURES), "--out", str(tmp_path), "--only", "01", *argv]) == 0
     assert seen == [("full", "full", get_config("full").cell_timeout)]
@@ -97,7 +122,20 @@ def test_p_profile_full_is_the_same_as_profile_full(monkeypatch, tmp_path, how):
 def test_conflicting_profiles_are_a_usage_error(tmp_path, capsys):
     from labkit.cli import main
 
-    rc = main(["course", "run", "--notebooks", str(FIXTURES), "--out", str(tmp_path), "--profile", "smoke",
-               "-p", "PROFILE", "full"])
+    rc = main(
+        [
+            "course",
+            "run",
+            "--notebooks",
+            str(FIXTURES),
+            "--out",
+            str(tmp_path),
+            "--profile",
+            "smoke",
+            "-p",
+            "PROFILE",
+            "full",
+        ]
+    )
     err = capsys.readouterr().err
     assert rc == 2 and err.count("\n") == 1 and "PROFILE" in err and "--profile" in err

@@ -4,6 +4,7 @@
 a hung rank named by the timeout, mismatched configs, the wrong launch -- and
 after each, no process of the job may survive.
 """
+
 from __future__ import annotations
 
 import threading
@@ -12,7 +13,7 @@ import psutil
 import pytest
 
 from labkit.distributed import audit
-from labkit.distributed.launch import LaunchFailed, LaunchTimeout, free_port, launch
+from labkit.distributed.launcher import LaunchFailed, LaunchTimeout, free_port, launch
 
 pytestmark = [pytest.mark.slow]
 
@@ -28,8 +29,22 @@ def data_dir(tmp_path_factory):
 
 def _drill(data_dir, steps: int, fault: str, rank: int, step: int, *extra: str) -> list[str]:
     """Entry-point arguments for a short run with an injected fault."""
-    return ["--data", str(data_dir), "--steps", str(steps), "--batch-size", "4", "--no-grad-monitor",
-            "--fault", fault, "--fault-rank", str(rank), "--fault-step", str(step), *extra]
+    return [
+        "--data",
+        str(data_dir),
+        "--steps",
+        str(steps),
+        "--batch-size",
+        "4",
+        "--no-grad-monitor",
+        "--fault",
+        fault,
+        "--fault-rank",
+        str(rank),
+        "--fault-step",
+        str(step),
+        *extra,
+    ]
 
 
 def _survivors(out_dir) -> list[int]:
@@ -61,8 +76,18 @@ def _two_nodes(out, args0, args1, **kw):
 
     def node(rank, args):
         try:
-            results[rank] = launch(args, 1, out_dir=out, nnodes=2, node_rank=rank, port=port, run_id=f"t{port}",
-                                   fresh=False, echo=None, **kw)
+            results[rank] = launch(
+                args,
+                1,
+                out_dir=out,
+                nnodes=2,
+                node_rank=rank,
+                port=port,
+                run_id=f"t{port}",
+                fresh=False,
+                echo=None,
+                **kw,
+            )
         except Exception as exc:  # noqa: BLE001 - handed to the test thread
             results[rank] = exc
 
@@ -100,8 +125,14 @@ def test_mismatched_configs_across_ranks_fail_clearly(tmp_path, data_dir):
 
 @pytest.mark.timeout(200)
 def test_crashed_rank_is_restarted_from_last_checkpoint(tmp_path, data_dir):
-    r = launch(_drill(data_dir, 4, "crash", 1, 3, "--ckpt-every", "2"), 2, out_dir=tmp_path, max_restarts=1,
-               timeout_s=180, echo=None)
+    r = launch(
+        _drill(data_dir, 4, "crash", 1, 3, "--ckpt-every", "2"),
+        2,
+        out_dir=tmp_path,
+        max_restarts=1,
+        timeout_s=180,
+        echo=None,
+    )
     assert r.ok and r.completed
     assert any("injected fault: rank 1 crashes at step 3" in line for line in r.log)
     for rep in r.ranks.values():
@@ -135,3 +166,21 @@ def test_sigabrt_after_recorded_completion_is_accepted_but_noted(tmp_path):
     assert r.ok and r.completed and r.returncode != 0
     assert r.failed_ranks.get(1) == -6 and "SIGABRT" in r.notes[-1]
     assert not _survivors(tmp_path)
+
+
+@pytest.mark.timeout(150)
+def test_sampler_runs_share_one_budget_and_differ_by_their_flags(tmp_path, data_dir):
+    """Notebook 05's runs (`SamplerRuns`): same data/steps/batch/seed, the run's flags decide the sampler."""
+    from labkit.training.sampler_runs import SamplerRuns
+
+    lines = []
+    runs = SamplerRuns(
+        data_dir, tmp_path, nproc=2, steps=8, batch_size=4, seed=0, max_source_len=64, timeout_s=120, echo=lines.append
+    )
+    frozen = audit.data_audit(runs.run("no_set_epoch", "--sampler", "distributed", "--no-set-epoch"))
+    none = audit.data_audit(runs.run("no_sampler", "--sampler", "none"))
+    assert none["overlap_pct"] == 100.0 and frozen["overlap_pct"] == 0
+    # 60 examples / 2 ranks / batch 4 = 7 steps an epoch: 8 steps cross one epoch boundary on each rank
+    assert frozen["order_changes"] == (0, 2) and frozen["same_order_every_epoch"] is True
+    assert [line.split(":")[0] for line in lines] == ["no_set_epoch", "no_sampler"]
+    assert (tmp_path / "no_sampler" / "ranks").is_dir()

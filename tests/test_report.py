@@ -1,4 +1,5 @@
 """`runs/report.md`: a table cell never breaks the table (pipes and newlines in names, values, reasons)."""
+
 import json
 from dataclasses import dataclass
 
@@ -22,11 +23,21 @@ def test_pipes_in_expected_and_observed_text_are_escaped(tmp_path):
     d = tmp_path / "08_serving"
     d.mkdir()
     (d / "status.json").write_text(json.dumps({"status": "passed", "seconds": 3, "reason": ""}))
-    (d / "results.json").write_text(json.dumps({"expectations": [
-        {"name": "int8 keeps quality | a|b", "passed": True, "observed": "x|y",
-         "expected": "|ROUGE-L delta| <= 0.05"},
-        {"name": "two\nlines", "passed": False, "observed": 1.5, "expected": "a\nb"},
-    ]}))
+    (d / "results.json").write_text(
+        json.dumps(
+            {
+                "expectations": [
+                    {
+                        "name": "int8 keeps quality | a|b",
+                        "passed": True,
+                        "observed": "x|y",
+                        "expected": "|ROUGE-L delta| <= 0.05",
+                    },
+                    {"name": "two\nlines", "passed": False, "observed": 1.5, "expected": "a\nb"},
+                ]
+            }
+        )
+    )
     md, _ = write_reports(tmp_path, [_Info("08_serving", "Serving | fast")], "smoke")
     rows = [l for l in md.read_text().splitlines() if l.startswith("| PASS") or l.startswith("| FAIL")]
     assert len(rows) == 2

@@ -1,5 +1,6 @@
 import json
 import math
+from datetime import datetime
 
 import numpy as np
 import pytest
@@ -15,12 +16,15 @@ def test_results_json_has_exactly_the_documented_shape(tmp_path):
     res.metric("curve", torch.tensor([1.0, float("nan")]))
     path = res.finish()
     data = json.loads(path.read_text())
-    assert list(data) == ["notebook", "profile", "seed", "seconds", "expectations", "metrics", "skipped"]
+    assert list(data) == ["notebook", "profile", "seed", "seconds", "date", "expectations", "metrics", "skipped"]
     assert data["notebook"] == "01_dirty_data" and data["profile"] == "smoke" and data["seed"] == 0
-    assert data["expectations"] == [{"name": "clean converges faster", "passed": True, "observed": 1.2, "expected": "< 2"}]
+    assert data["expectations"] == [
+        {"name": "clean converges faster", "passed": True, "observed": 1.2, "expected": "< 2"}
+    ]
     assert data["metrics"]["eval_loss"] == 1.5
     assert data["metrics"]["curve"] == [1.0, "nan"]  # valid JSON: non-finite floats become strings
     assert isinstance(data["seconds"], float)
+    assert datetime.fromisoformat(data["date"]).tzinfo is not None  # when the run ended, in UTC
 
 
 def test_failed_expectation_raises_naming_expected_and_observed(tmp_path):

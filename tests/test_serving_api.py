@@ -3,6 +3,7 @@
 Every malformed request must get a 4xx with a clear message and never reach the model;
 a valid one gets an answer.  Schemathesis then fuzzes the OpenAPI schema.
 """
+
 from __future__ import annotations
 
 import json
@@ -21,8 +22,24 @@ LIMIT_CHARS = 300
 def api(tmp_path_factory):
     art = h.artifacts(tmp_path_factory.getbasetemp() / "serving")
     port = free_port()
-    argv = labkit_argv("serve", "api", "--backend", "ort", "--onnx", str(art["int8"]), "--port", str(port),
-                       "--threads", "1", "--max-text-chars", str(LIMIT_CHARS), "--max-source-len", "64", "--timeout", "20")
+    argv = labkit_argv(
+        "serve",
+        "api",
+        "--backend",
+        "ort",
+        "--onnx",
+        str(art["int8"]),
+        "--port",
+        str(port),
+        "--threads",
+        "1",
+        "--max-text-chars",
+        str(LIMIT_CHARS),
+        "--max-source-len",
+        "64",
+        "--timeout",
+        "20",
+    )
     with ServerProcess(argv, f"http://127.0.0.1:{port}/health", name="api-ort") as srv:
         yield srv
 
@@ -40,7 +57,7 @@ def test_valid_request_is_answered(api):
     assert body["task"] == "title" and body["backend"] == "ort-microbatch"
     assert isinstance(body["output"], str) and body["latency_ms"] > 0
     health = httpx.get(api.url + "/health", timeout=5).json()
-    assert health == {"status": "ok", "backend": "ort-microbatch"}
+    assert health == {"status": "ok", "backend": "ort-microbatch", "restarts": {"worker": 0}}
 
 
 @pytest.mark.parametrize(
@@ -59,8 +76,20 @@ def test_valid_request_is_answered(api):
         ({"task": "title", "text": "正文"}, {"content-type": "application/json; charset=latin-1"}, 415, "UTF-8"),
         ({"task": "title", "text": "x" * 70_000}, None, 413, "limit"),
     ],
-    ids=["missing-task", "unknown-task", "empty-text", "blank-text", "too-long", "unknown-field", "surrogate",
-         "non-utf8", "bad-json", "wrong-content-type", "wrong-charset", "oversized-body"],
+    ids=[
+        "missing-task",
+        "unknown-task",
+        "empty-text",
+        "blank-text",
+        "too-long",
+        "unknown-field",
+        "surrogate",
+        "non-utf8",
+        "bad-json",
+        "wrong-content-type",
+        "wrong-charset",
+        "oversized-body",
+    ],
 )
 def test_bad_requests_get_a_clear_4xx(api, body, headers, status, needle):
     r = post(api, body, headers)
@@ -99,10 +128,16 @@ def test_invalid_requests_never_reach_the_model(tmp_path_factory):
 
     with TestClient(create_app(make, ApiSettings(timeout_s=20, max_text_chars=LIMIT_CHARS))) as client:
         batcher = made[0]
-        for body in ({"task": "nope", "text": "x"}, {"task": "title", "text": ""}, {"text": "正文"},
-                     {"task": "title", "text": "长" * (LIMIT_CHARS + 1)}):
+        for body in (
+            {"task": "nope", "text": "x"},
+            {"task": "title", "text": ""},
+            {"text": "正文"},
+            {"task": "title", "text": "长" * (LIMIT_CHARS + 1)},
+        ):
             assert client.post("/v1/generate", json=body).status_code == 422
-        assert client.post("/v1/generate", content=b"{", headers={"content-type": "application/json"}).status_code == 400
+        assert (
+            client.post("/v1/generate", content=b"{", headers={"content-type": "application/json"}).status_code == 400
+        )
         assert batcher.batches == []  # nothing reached the model
         assert client.post("/v1/generate", json={"task": "keywords", "text": "经济 增长"}).status_code == 200
         assert batcher.batches == [1]  # the valid request did, as one batch of one
@@ -112,8 +147,28 @@ def test_bench_serve_command_measures_a_running_server(api, tmp_path):
     from labkit.cli import main
 
     out = tmp_path / "bench.json"
-    rc = main(["bench", "serve", "--url", api.url, "--name", "api-ort", "--levels", "1,4", "--requests", "8",
-               "--seconds", "30", "--rate", "8", "--open-seconds", "1", "--json", str(out)])
+    rc = main(
+        [
+            "bench",
+            "serve",
+            "--url",
+            api.url,
+            "--name",
+            "api-ort",
+            "--levels",
+            "1,4",
+            "--requests",
+            "8",
+            "--seconds",
+            "30",
+            "--rate",
+            "8",
+            "--open-seconds",
+            "1",
+            "--json",
+            str(out),
+        ]
+    )
     rows = json.loads(out.read_text())
     assert rc == 0
     assert [(r["mode"], r["level"]) for r in rows] == [("closed", 1), ("closed", 4), ("open", 8.0)]
@@ -151,8 +206,9 @@ def test_schemathesis_contract(api, mode):
             continue  # /health takes no input to get wrong
 
         @given(case=op.as_strategy(generation_mode=gen_mode))
-        @settings(max_examples=25, deadline=None, derandomize=True, database=None,
-                  suppress_health_check=list(HealthCheck))
+        @settings(
+            max_examples=25, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck)
+        )
         def run(case):
             case.call_and_validate(timeout=30)
 

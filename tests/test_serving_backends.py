@@ -1,4 +1,5 @@
 """The API's failure paths and the micro-batcher's, in-process with stand-in models (fast, no server)."""
+
 from __future__ import annotations
 
 import asyncio
@@ -76,6 +77,7 @@ def test_a_down_backend_is_a_503():
 
 # ---- MicroBatcher -----------------------------------------------------------
 
+
 class FakeGenerator:
     """Stands in for OrtGenerator: records each batch; raises on a poisoned input; can be held."""
 
@@ -114,8 +116,9 @@ def test_concurrent_requests_share_batches(batcher):
 
 def test_a_failing_batch_fails_its_waiters_and_the_loop_keeps_serving(batcher):
     async def go():
-        bad = await asyncio.gather(batcher.generate("title", "POISON"), batcher.generate("title", "fine"),
-                                   return_exceptions=True)
+        bad = await asyncio.gather(
+            batcher.generate("title", "POISON"), batcher.generate("title", "fine"), return_exceptions=True
+        )
         good = await batcher.generate("title", "after")
         await batcher.close()
         return bad, good
@@ -149,6 +152,7 @@ def test_timed_out_requests_are_skipped_not_run(batcher):
 
 
 # ---- adaptive batching --------------------------------------------------------
+
 
 @pytest.fixture
 def slow_window_batcher(monkeypatch):
@@ -184,15 +188,16 @@ def test_a_crowd_is_gathered_again_and_a_pause_resets_the_wait(slow_window_batch
         async def one(i):
             await asyncio.sleep(i * gap)
             return await b.generate("title", f"t{i}")
+
         return await asyncio.gather(*(one(i) for i in range(n)))
 
     async def go():
         loop = asyncio.get_running_loop()
         await asyncio.gather(*(b.generate("title", f"c{i}") for i in range(6)))  # a batch of 6 sets the expectation
         t0 = loop.time()
-        await staggered(6, 0.01)   # the next 6 arrive 10 ms apart: gathered into one batch, not 6
+        await staggered(6, 0.01)  # the next 6 arrive 10 ms apart: gathered into one batch, not 6
         crowd = loop.time() - t0
-        await asyncio.sleep(0.4)   # a pause longer than the window
+        await asyncio.sleep(0.4)  # a pause longer than the window
         t0 = loop.time()
         await b.generate("title", "alone")
         alone = loop.time() - t0
@@ -243,7 +248,9 @@ def test_triton_batches_never_exceed_the_models_max_batch_size():
     fake = FakeTriton()
 
     async def go():
-        b = backends.TritonBatcher("grpc://127.0.0.1:1", max_batch=32, max_delay_ms=50)  # made in the loop, as the API does
+        b = backends.TritonBatcher(
+            "grpc://127.0.0.1:1", max_batch=32, max_delay_ms=50
+        )  # made in the loop, as the API does
         await b.client.close()
         b.client = fake
         outs = await asyncio.gather(*(b.generate("title", f"t{i}") for i in range(5)))
@@ -257,12 +264,16 @@ def test_triton_batches_never_exceed_the_models_max_batch_size():
 
 # ---- Triton down or refusing: the errors the API turns into 503 / 502 ---------------
 
-@pytest.mark.parametrize("status, msg, kind", [
-    ("503", "Request for unknown model: 'labkit_t5' is not ready", BackendUnavailable),        # HTTP
-    ("StatusCode.UNAVAILABLE", "failed to connect to all addresses", BackendUnavailable),     # gRPC, down
-    ("400", "unknown task(s) ['poem']: choose one of ('title', 'summary', 'keywords')", BackendError),
-    ("StatusCode.INTERNAL", "ONNX Runtime failed", BackendError),
-])
+
+@pytest.mark.parametrize(
+    "status, msg, kind",
+    [
+        ("503", "Request for unknown model: 'labkit_t5' is not ready", BackendUnavailable),  # HTTP
+        ("StatusCode.UNAVAILABLE", "failed to connect to all addresses", BackendUnavailable),  # gRPC, down
+        ("400", "unknown task(s) ['poem']: choose one of ('title', 'summary', 'keywords')", BackendError),
+        ("StatusCode.INTERNAL", "ONNX Runtime failed", BackendError),
+    ],
+)
 def test_triton_errors_map_to_503_or_502(status, msg, kind):
     from tritonclient.utils import InferenceServerException
 
@@ -270,11 +281,15 @@ def test_triton_errors_map_to_503_or_502(status, msg, kind):
     assert type(err) is kind and (msg in str(err) or "unreachable" in str(err))
 
 
-@pytest.mark.parametrize("make", [
-    lambda port: backends.TritonBackend(f"127.0.0.1:{port}"),
-    lambda port: backends.TritonBatcher(f"127.0.0.1:{port}"),
-    lambda port: backends.TritonBatcher(f"grpc://127.0.0.1:{port}"),
-], ids=["per-request http", "batched http", "batched grpc"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda port: backends.TritonBackend(f"127.0.0.1:{port}"),
+        lambda port: backends.TritonBatcher(f"127.0.0.1:{port}"),
+        lambda port: backends.TritonBatcher(f"grpc://127.0.0.1:{port}"),
+    ],
+    ids=["per-request http", "batched http", "batched grpc"],
+)
 def test_a_triton_that_is_down_is_not_ready_and_unavailable(make):
     async def go():
         backend = make(free_port())

@@ -1,4 +1,5 @@
 """ONNX export, int8 quantization and the ONNX Runtime generation loop, against PyTorch."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -71,7 +72,10 @@ def test_int8_generates_like_fp32_on_real_inputs(art, sources):
     from labkit.serving.parity import quality_delta
     from labkit.text.tasks import make_examples
 
-    g32, g8 = OrtGenerator(art["fp32"], threads=1, max_source_len=64), OrtGenerator(art["int8"], threads=1, max_source_len=64)
+    g32, g8 = (
+        OrtGenerator(art["fp32"], threads=1, max_source_len=64),
+        OrtGenerator(art["int8"], threads=1, max_source_len=64),
+    )
 
     def first_step_logits(gen):
         ids, mask = gen.encode(sources)
@@ -81,7 +85,9 @@ def test_int8_generates_like_fp32_on_real_inputs(art, sources):
         return gen.decoder.run(["logits"], feed)[0][:, -1, :]
 
     l32, l8 = first_step_logits(g32), first_step_logits(g8)
-    assert np.abs(l32 - l32.mean(0)).max() > 1e-3, "the inputs must give different logits for the comparison to mean anything"
+    assert np.abs(l32 - l32.mean(0)).max() > 1e-3, (
+        "the inputs must give different logits for the comparison to mean anything"
+    )
     rel = np.abs(l32 - l8).mean() / np.abs(l32).mean()
     assert 0 < rel < 0.1, rel  # quantized, and within 10% of fp32 on every real input together
     top32, top8 = np.argsort(-l32, 1)[:, :5], np.argsort(-l8, 1)[:, :5]
@@ -116,7 +122,7 @@ def test_the_generator_truncates_where_training_did(art, tmp_path):
     from labkit.serving.ort_generate import OrtGenerator
     from labkit.text.tokenizer import DEFAULT_SOURCE_LEN
 
-    assert OrtGenerator(art["int8"], threads=1).max_source_len == DEFAULT_SOURCE_LEN   # nothing recorded
+    assert OrtGenerator(art["int8"], threads=1).max_source_len == DEFAULT_SOURCE_LEN  # nothing recorded
     folder = shutil.copytree(art["int8"], tmp_path / "int8")
     cfg_path = folder / "tokenizer_config.json"
     cfg = json.loads(cfg_path.read_text(encoding="utf-8"))

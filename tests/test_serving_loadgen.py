@@ -1,4 +1,5 @@
 """The load generator itself, against a slow aiohttp server in a thread (no server process, fast)."""
+
 import asyncio
 import threading
 
@@ -49,8 +50,9 @@ def test_open_loop_latency_counts_queueing_from_the_scheduled_send_time(slow_ser
     Request i is due at i*0.05 s and answered at (i+1)*0.1 s: its user waited (i+1)*0.1 - i*0.05 s
     (0.1 .. 0.55 s), although the server spent only 0.1 s on each.  Timing from when the request
     got a slot (the old clock) reports 0.1 s for all of them."""
-    res = loadgen.run_sync(loadgen.open_loop(slow_server, [{"task": "title", "text": "x"}], rate=20,
-                                             seconds=0.5, max_in_flight=1))
+    res = loadgen.run_sync(
+        loadgen.open_loop(slow_server, [{"task": "title", "text": "x"}], rate=20, seconds=0.5, max_in_flight=1)
+    )
     assert res.requests == res.ok == 10
     # the last request was scheduled at 0.45 s and answered at ~1.0 s: ~0.55 s, not the 0.1 s of service time
     assert res.p99_ms > 400, res
@@ -58,8 +60,11 @@ def test_open_loop_latency_counts_queueing_from_the_scheduled_send_time(slow_ser
 
 
 def test_closed_loop_latency_is_service_time(slow_server):
-    res = loadgen.run_sync(loadgen.closed_loop(slow_server, [{"task": "title", "text": "x"}], concurrency=1,
-                                               max_requests=3, max_seconds=10))
+    res = loadgen.run_sync(
+        loadgen.closed_loop(
+            slow_server, [{"task": "title", "text": "x"}], concurrency=1, max_requests=3, max_seconds=10
+        )
+    )
     assert res.ok == 3 and SERVICE_S * 1e3 <= res.p50_ms < 3 * SERVICE_S * 1e3
 
 
@@ -69,6 +74,13 @@ def test_non_loopback_targets_are_refused():
 
 
 def test_refused_connections_are_errors_never_successes():
-    res = loadgen.run_sync(loadgen.closed_loop(f"http://127.0.0.1:{free_port()}", [{"task": "title", "text": "x"}],
-                                               concurrency=2, max_requests=4, max_seconds=10))
+    res = loadgen.run_sync(
+        loadgen.closed_loop(
+            f"http://127.0.0.1:{free_port()}",
+            [{"task": "title", "text": "x"}],
+            concurrency=2,
+            max_requests=4,
+            max_seconds=10,
+        )
+    )
     assert res.requests == res.errors == 4 and res.ok == 0 and res.qps == 0

@@ -1,5 +1,6 @@
 """Notebook 08's measuring helpers without Triton: the served stack falls back to the API's in-process
 ONNX Runtime micro-batcher (`api+ort`), started and stopped by `measure.start_stack`/`load_test`."""
+
 from __future__ import annotations
 
 from contextlib import ExitStack
@@ -25,8 +26,9 @@ def test_without_triton_the_api_ort_stack_answers(monkeypatch, tmp_path_factory,
     art = h.artifacts(tmp_path_factory.getbasetemp() / "serving")
     kind = measure.served_stack()
     with ExitStack() as stack:
-        srv = measure.start_stack(kind, stack, art["model"], art["int8"], tmp_path / "logs", threads=1,
-                                  max_source_len=64)
+        srv = measure.start_stack(
+            kind, stack, art["model"], art["int8"], tmp_path / "logs", threads=1, max_source_len=64
+        )
         import httpx
 
         r = httpx.post(srv.url + "/v1/generate", json={"task": "title", "text": h.texts(1)[0]}, timeout=30)
@@ -34,9 +36,20 @@ def test_without_triton_the_api_ort_stack_answers(monkeypatch, tmp_path_factory,
         assert isinstance(r.json()["output"], str)
     # the same path notebook 08 takes: a (tiny) load test plus the asked titles
     answers: list = []
-    runs = measure.load_test(kind, art["model"], art["int8"], [{"task": "title", "text": t} for t in h.texts(4)],
-                             (1,), 4, 5.0, tmp_path / "logs2", answers=answers,
-                             ask=[{"task": "title", "text": h.texts(1)[0]}], threads=1, max_source_len=64)
+    runs = measure.load_test(
+        kind,
+        art["model"],
+        art["int8"],
+        [{"task": "title", "text": t} for t in h.texts(4)],
+        (1,),
+        4,
+        5.0,
+        tmp_path / "logs2",
+        answers=answers,
+        ask=[{"task": "title", "text": h.texts(1)[0]}],
+        threads=1,
+        max_source_len=64,
+    )
     assert runs[0].server == "api+ort" and runs[0].errors == 0
     assert len(answers) == 1 and "output" in answers[0]
 
@@ -47,7 +60,8 @@ def test_the_served_title_floor_applies_only_to_notebook_07s_fixed_model(tmp_pat
     from labkit.serving.measure import title_floor_skip
 
     nb07 = tmp_path / "07"
-    assert "trained here" in title_floor_skip("trained here (tiny, smoke)", nb07)
+    assert "given" in title_floor_skip("given", nb07)
+    assert title_floor_skip(measure.TRAINED_HERE, nb07) is None  # 07's recipe, trained by 08 itself: judged
     assert "does not say" in title_floor_skip("notebook 07", nb07)
     nb07.mkdir()
     for fix, expected in ((True, None), (False, "FIX=False")):

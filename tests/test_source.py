@@ -1,4 +1,5 @@
 """labkit.viz.source: the notebooks' "show the fix" cells read labkit's code at run time."""
+
 import pytest
 
 from labkit.viz.source import show_diff, show_source, source, without
@@ -14,10 +15,11 @@ SHOWN = [
     ("labkit.training.rank_program", "fix:device_placement"),
     ("labkit.training.rank_program", "fix:ddp_wrap"),
     ("labkit.training.rank_program", "fix:sampler"),
-    ("labkit.distributed.launch", "fix:torchrun"),
-    ("labkit.distributed.launch", "fix:accelerate_launch"),
+    ("labkit.distributed.launcher", "fix:torchrun"),
+    ("labkit.distributed.launcher", "fix:accelerate_launch"),
     ("labkit.distributed.samplers", "fix:distributed_sampler"),
     ("labkit.serving.triton", "fix:dynamic_batching"),
+    ("labkit.serving.backends", "fix:front_batching"),
     ("labkit.distributed.env:rank_device", None),
     ("labkit.cleaning.validate:clean_record", None),
     ("labkit.cleaning.dedup:Deduper", None),
@@ -31,17 +33,20 @@ SHOWN = [
 @pytest.mark.parametrize("spec,marker", SHOWN)
 def test_every_shown_region_exists(spec, marker):
     text = source(spec, marker=marker)
-    assert text.strip() and "# [" not in text   # marker comment lines are hidden
+    assert text.strip() and "# [" not in text  # marker comment lines are hidden
 
 
 def test_regions_hold_the_lines_the_notebooks_teach():
     assert "self.sampler.set_epoch(epoch)" in source("labkit.training.trainer", marker="fix:set_epoch")
     assert "clip_grad_norm_(params, cfg.clip)" in source("labkit.training.trainer", marker="fix:clip")
-    assert "get_cosine_with_hard_restarts_schedule_with_warmup" in source("labkit.training.schedules", marker="fix:cosine_restarts")
+    assert "self._queue.get_nowait()" in source("labkit.serving.backends", marker="fix:front_batching")
+    assert "get_cosine_with_hard_restarts_schedule_with_warmup" in source(
+        "labkit.training.schedules", marker="fix:cosine_restarts"
+    )
     assert "DDP(model, device_ids=" in source("labkit.training.rank_program", marker="fix:ddp_wrap")
     ddp = source("labkit.training.rank_program", marker="fix:ddp_wrap")
-    assert ddp.index("model.to(dev)") < ddp.index("DDP(model")          # device first, then wrap
-    assert "torch.distributed.run" in source("labkit.distributed.launch", marker="fix:torchrun")
+    assert ddp.index("model.to(dev)") < ddp.index("DDP(model")  # device first, then wrap
+    assert "torch.distributed.run" in source("labkit.distributed.launcher", marker="fix:torchrun")
     assert "DistributedSampler(" in source("labkit.distributed.samplers", marker="fix:distributed_sampler")
     assert "DynamicBatcher(" in source("labkit.serving.triton", marker="fix:dynamic_batching")
     assert "/ n_tok" in source("labkit.training.trainer", marker="fix:token_weighted_accumulation")

@@ -62,9 +62,9 @@ def test_the_training_input_length_travels_with_the_saved_tokenizer(tmp_path):
     in_memory = tok.model_max_length
     save_with_source_len(tok, tmp_path / "trained", 64)
     assert trained_source_len(tmp_path / "trained") == 64
-    assert tok.model_max_length == in_memory                      # the object in memory is untouched
+    assert tok.model_max_length == in_memory  # the object in memory is untouched
     loaded = AutoTokenizer.from_pretrained(tmp_path / "trained")
-    assert len(loaded("中" * 300, truncation=True)["input_ids"]) == 64   # and the field's own truncation obeys it
+    assert len(loaded("中" * 300, truncation=True)["input_ids"]) == 64  # and the field's own truncation obeys it
     save_with_source_len(tok, tmp_path / "unrecorded", None)
     assert trained_source_len(tmp_path / "unrecorded") == DEFAULT_SOURCE_LEN  # labkit's "no limit" is not a length
     assert trained_source_len(tmp_path / "missing", default=96) == 96

@@ -1,4 +1,5 @@
 """`labkit bench train`: a tiny run end to end (few steps, one round) through the command."""
+
 import json
 
 import pytest
@@ -9,8 +10,25 @@ def test_bench_train_command_reports_all_three_loops(tmp_path, capsys):
     from labkit.cli import main
 
     out = tmp_path / "bench.json"
-    assert main(["bench", "train", "--steps", "2", "--batch-size", "4", "--rounds", "1", "--max-source-len", "32",
-                 "--json", str(out)]) == 0
+    assert (
+        main(
+            [
+                "bench",
+                "train",
+                "--steps",
+                "2",
+                "--batch-size",
+                "4",
+                "--rounds",
+                "1",
+                "--max-source-len",
+                "32",
+                "--json",
+                str(out),
+            ]
+        )
+        == 0
+    )
     res = json.loads(out.read_text())
     assert set(res["samples_per_s"]) == {"plain", "monitor_off", "monitor_on"}
     assert all(v > 0 for v in res["samples_per_s"].values())

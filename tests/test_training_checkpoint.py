@@ -22,7 +22,7 @@ def test_layout_latest_pointer_and_no_pickle(tmp_path):
     assert sorted(p.name for p in d.iterdir()) == ["meta.json", "model.safetensors", "state.pt"]
     torch.load(d / "state.pt", weights_only=True)  # loads without unpickling arbitrary objects
     assert json.loads((d / "meta.json").read_text())["step"] == 4
-    assert not list(tmp_path.glob(".tmp-*"))
+    assert not list(tmp_path.glob(".*"))
 
 
 def test_crash_mid_save_leaves_previous_checkpoint_usable(tmp_path, monkeypatch):
@@ -37,7 +37,7 @@ def test_crash_mid_save_leaves_previous_checkpoint_usable(tmp_path, monkeypatch)
         _run(tmp_path, steps=4)
     monkeypatch.setattr(ck.torch, "save", real_save)
     assert (tmp_path / "latest").read_text().strip() == "step-000002"
-    assert not (tmp_path / "step-000004").exists() and not list(tmp_path.glob(".tmp-*"))
+    assert not (tmp_path / "step-000004").exists() and not list(tmp_path.glob(".*"))
     tr2 = Trainer(small_model(len(tokenizer())), examples(), collator(), TrainConfig(steps=4, batch_size=8))
     assert tr2.fit(resume_from=str(tmp_path)).steps == [3, 4]
 

@@ -27,7 +27,10 @@ def test_step_peak_grows_with_batch_and_alpha_is_recovered():
     p16 = mm.training_step_peak(tok_model(), collator(64)(ex[:16]))
     assert p16 > p4 > 0
     shape = mm.Shape.of(tok_model().config)
-    pts = [(b, s, t, 4 * 1000 + 1.7 * 4 * mm.activation_elements(shape, b, s, t)) for b, s, t in [(2, 32, 8), (8, 64, 16), (4, 128, 8)]]
+    pts = [
+        (b, s, t, 4 * 1000 + 1.7 * 4 * mm.activation_elements(shape, b, s, t))
+        for b, s, t in [(2, 32, 8), (8, 64, 16), (4, 128, 8)]
+    ]
     assert mm.fit_alpha(shape, 1000, pts) == pytest.approx(1.7)
 
 
@@ -39,7 +42,22 @@ def test_t5_large_needs_accumulation_on_16gb():
     assert pred["weights"] + pred["gradients"] + pred["optimizer"] == 16 * P
     assert pred["total"] > 16 * 2**30
     assert 1 <= mm.largest_fitting_batch(shape, P, 512, 64, 1.0, 16 * 2**30) < 8
-    assert set(PRESETS) == {"tiny", "t5-small", "t5-base", "t5-large"}
+    assert set(PRESETS) == {"tiny", "t5-small", "t5-base", "t5-large", "t5-3b"}
+    assert 2.8e9 < count_parameters("t5-3b") < 2.9e9  # the published 2.85B
+
+
+def test_sharding_divides_the_state_not_the_activations():
+    P = count_parameters("t5-large")
+    shape = mm.Shape.of(model_config("t5-large", 32128))
+    ddp = mm.predict_step_bytes(shape, P, 8, 512, 64, alpha=1.0, world=4, stage=0)
+    fsdp = mm.predict_step_bytes(shape, P, 8, 512, 64, alpha=1.0, world=4, stage=3)
+    assert ddp["weights"] + ddp["gradients"] + ddp["optimizer"] == 16 * P  # DDP: 4 cards change nothing
+    assert fsdp["weights"] + fsdp["gradients"] + fsdp["optimizer"] == 16 * P / 4
+    assert fsdp["activations"] == ddp["activations"]
+    budget = 16 * 2**30
+    ddp_fit = mm.largest_fitting_batch(shape, P, 512, 64, 1.0, budget, world=4, stage=0)
+    fsdp_fit = mm.largest_fitting_batch(shape, P, 512, 64, 1.0, budget, world=4, stage=3)
+    assert ddp_fit == mm.largest_fitting_batch(shape, P, 512, 64, 1.0, budget) and fsdp_fit > ddp_fit
 
 
 def test_hostile_examples_and_spike_factor():

@@ -53,12 +53,22 @@ def test_stop_after_is_a_prefix_of_the_same_schedule():
 
 
 def test_resume_continues_with_identical_losses(tmp_path):
-    kw = dict(steps=8, batch_size=8, grad_accum=2, ckpt_dir=str(tmp_path), ckpt_every=2, ckpt_keep=0,
-              schedule="cosine", warmup_steps=2)
+    kw = dict(
+        steps=8,
+        batch_size=8,
+        grad_accum=2,
+        ckpt_dir=str(tmp_path),
+        ckpt_every=2,
+        ckpt_keep=0,
+        schedule="cosine",
+        warmup_steps=2,
+    )
     full = _trainer(small_model(V(), dropout_rate=0.1), **kw).fit()
     # a fresh, differently initialised model: everything must come from the checkpoint
     # (step 4 = epoch 1, position 16: the data position crosses an epoch boundary)
-    resumed = _trainer(small_model(V(), seed=123, dropout_rate=0.1), **kw).fit(resume_from=str(tmp_path / "step-000004"))
+    resumed = _trainer(small_model(V(), seed=123, dropout_rate=0.1), **kw).fit(
+        resume_from=str(tmp_path / "step-000004")
+    )
     assert resumed.steps == [5, 6, 7, 8]
     assert resumed.loss == pytest.approx(full.loss[4:], rel=1e-6)
     assert resumed.lr == pytest.approx(full.lr[4:])
@@ -77,8 +87,13 @@ def test_tensorboard_and_eval(tmp_path):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     ex = examples()
-    tr = Trainer(small_model(V()), ex[:32], collator(), TrainConfig(steps=4, batch_size=8, log_dir=str(tmp_path), eval_every=2),
-                 eval_examples=ex[32:])
+    tr = Trainer(
+        small_model(V()),
+        ex[:32],
+        collator(),
+        TrainConfig(steps=4, batch_size=8, log_dir=str(tmp_path), eval_every=2),
+        eval_examples=ex[32:],
+    )
     h = tr.fit()
     assert [e["step"] for e in h.evals] == [2, 4] and all(math.isfinite(e["eval_loss"]) for e in h.evals)
     acc = EventAccumulator(str(tmp_path)).Reload()

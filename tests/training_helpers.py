@@ -1,4 +1,5 @@
 """Small shared builders for the text/training tests (real components, tiny sizes)."""
+
 from __future__ import annotations
 
 import functools

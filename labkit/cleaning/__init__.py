@@ -3,6 +3,7 @@
 `clean_paths(inputs, out_dir, workers=1, min_title=10, max_title=60, min_body=50)`
 is the library entry point; `labkit clean` is the CLI (see `cli.py`).
 """
+
 from __future__ import annotations
 
 

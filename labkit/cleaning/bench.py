@@ -8,6 +8,7 @@ with 1 and 2 workers, plus the pipeline's accuracy against the dump's labels
 accuracy/speed of the two encoding detectors.  Figures go to stdout and
 `--json`.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,8 +48,13 @@ def measure_detectors(dump_dir, sample_bytes: int = 65536) -> dict:
             secs += time.perf_counter() - t
             outcome["right" if guess == enc else "no answer" if guess is None else "wrong"] += 1
         n = max(1, len(files))
-        out[det] = {"files": len(files), "accuracy": outcome["right"] / n, "no_answer": outcome["no answer"],
-                    "wrong": outcome["wrong"], "ms_per_file": 1000 * secs / n}
+        out[det] = {
+            "files": len(files),
+            "accuracy": outcome["right"] / n,
+            "no_answer": outcome["no answer"],
+            "wrong": outcome["wrong"],
+            "ms_per_file": 1000 * secs / n,
+        }
     return out
 
 
@@ -65,24 +71,42 @@ def run_bench(dump_dir: Path, workers: list[int], out_dir: Path) -> dict:
     t = time.perf_counter()
     naive_load(crawl, stats)
     secs = time.perf_counter() - t
-    rows.append({"run": "naive recipe", "records": stats["records_seen"], "seconds": secs,
-                 "records_per_s": stats["records_seen"] / secs, "mb_per_s": n_bytes / 1e6 / secs,
-                 "kept": stats["kept"], "accuracy": None})
+    rows.append(
+        {
+            "run": "naive recipe",
+            "records": stats["records_seen"],
+            "seconds": secs,
+            "records_per_s": stats["records_seen"] / secs,
+            "mb_per_s": n_bytes / 1e6 / secs,
+            "kept": stats["kept"],
+            "accuracy": None,
+        }
+    )
     for w in workers:
         target = out_dir / f"workers-{w}"
         shutil.rmtree(target, ignore_errors=True)
         rep = clean_paths([crawl], target, workers=w)
         acc = score(dump_dir / "labels.jsonl", target)["accuracy"]
-        rows.append({"run": f"pipeline, {w} worker{'s' if w > 1 else ''}", "records": rep["records"],
-                     "seconds": rep["seconds"], "records_per_s": rep["records_per_s"],
-                     "mb_per_s": rep["mb_per_s"], "kept": rep["clean"], "accuracy": acc})
+        rows.append(
+            {
+                "run": f"pipeline, {w} worker{'s' if w > 1 else ''}",
+                "records": rep["records"],
+                "seconds": rep["seconds"],
+                "records_per_s": rep["records_per_s"],
+                "mb_per_s": rep["mb_per_s"],
+                "kept": rep["clean"],
+                "accuracy": acc,
+            }
+        )
     same = None
     if len(workers) > 1:
         first = out_dir / f"workers-{workers[0]}"
-        same = all((first / n).read_bytes() == (out_dir / f"workers-{w}" / n).read_bytes()
-                   for w in workers[1:] for n in ("clean.jsonl", "rejects.jsonl"))
-    return {"bytes": n_bytes, "runs": rows, "identical_outputs": same,
-            "detectors": measure_detectors(dump_dir)}
+        same = all(
+            (first / n).read_bytes() == (out_dir / f"workers-{w}" / n).read_bytes()
+            for w in workers[1:]
+            for n in ("clean.jsonl", "rejects.jsonl")
+        )
+    return {"bytes": n_bytes, "runs": rows, "identical_outputs": same, "detectors": measure_detectors(dump_dir)}
 
 
 SCALING_RUNS = ("naive", "workers-1", "workers-2")
@@ -108,17 +132,27 @@ def _measure_child(run: str, crawl: str, out_dir: str) -> dict:
     kib = 1 if sys.platform != "darwin" else 1 / 1024  # ru_maxrss: KiB on Linux, bytes on macOS
     me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     # CPU seconds do not depend on what else the machine runs: they bound the speed-up on idle cores
-    return {"seconds": secs, "records": records, "kept": kept,
-            "peak_rss_mb": me.ru_maxrss * kib / 1024, "worker_peak_rss_mb": kids.ru_maxrss * kib / 1024,
-            "cpu_s": me.ru_utime + me.ru_stime - cpu0, "worker_cpu_s": kids.ru_utime + kids.ru_stime}
+    return {
+        "seconds": secs,
+        "records": records,
+        "kept": kept,
+        "peak_rss_mb": me.ru_maxrss * kib / 1024,
+        "worker_peak_rss_mb": kids.ru_maxrss * kib / 1024,
+        "cpu_s": me.ru_utime + me.ru_stime - cpu0,
+        "worker_cpu_s": kids.ru_utime + kids.ru_stime,
+    }
 
 
 def _run_child(run: str, crawl: Path, out_dir: Path) -> dict:
     import subprocess
 
     shutil.rmtree(out_dir, ignore_errors=True)
-    proc = subprocess.run([sys.executable, "-m", "labkit.cleaning.bench", "--measure", run, str(crawl), str(out_dir)],
-                          capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "labkit.cleaning.bench", "--measure", run, str(crawl), str(out_dir)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"bench child {run} failed ({proc.returncode}): {proc.stderr[-2000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -146,32 +180,52 @@ def run_scaling(sizes: list[int], seed: int, repeat: int, work: Path, log=print)
         crawl = dump / "crawl"
         samples: dict[str, list[dict]] = {r: [] for r in SCALING_RUNS}
         for rep in range(repeat):
-            order = SCALING_RUNS[rep % 3:] + SCALING_RUNS[:rep % 3]
+            order = SCALING_RUNS[rep % 3 :] + SCALING_RUNS[: rep % 3]
             for run in order:
                 m = _run_child(run, crawl, work / f"out-{n}-{run}")
                 samples[run].append(m)
                 log(f"  {n} articles, {run}: {m['records'] / m['seconds']:.0f} records/s")
-        accuracy = {run: score(dump / "labels.jsonl", work / f"out-{n}-{run}")["accuracy"]
-                    for run in SCALING_RUNS if run != "naive"}
-        same[n] = all((work / f"out-{n}-workers-1" / f).read_bytes() == (work / f"out-{n}-workers-2" / f).read_bytes()
-                      for f in ("clean.jsonl", "rejects.jsonl"))
+        accuracy = {
+            run: score(dump / "labels.jsonl", work / f"out-{n}-{run}")["accuracy"]
+            for run in SCALING_RUNS
+            if run != "naive"
+        }
+        same[n] = all(
+            (work / f"out-{n}-workers-1" / f).read_bytes() == (work / f"out-{n}-workers-2" / f).read_bytes()
+            for f in ("clean.jsonl", "rejects.jsonl")
+        )
         for run in SCALING_RUNS:
             ms = samples[run]
             secs = median(m["seconds"] for m in ms)
-            rows.append({"articles": n, "records": ms[0]["records"], "bytes": info.n_bytes, "run": run,
-                         "seconds": secs, "records_per_s": ms[0]["records"] / secs,
-                         "mb_per_s": info.n_bytes / 1e6 / secs,
-                         "records_per_s_each": [m["records"] / m["seconds"] for m in ms],
-                         "peak_rss_mb": max(m["peak_rss_mb"] for m in ms),
-                         "worker_peak_rss_mb": max(m["worker_peak_rss_mb"] for m in ms),
-                         "cpu_s": median(m.get("cpu_s", 0.0) for m in ms),
-                         "worker_cpu_s": median(m.get("worker_cpu_s", 0.0) for m in ms),
-                         "kept": ms[0]["kept"], "accuracy": accuracy.get(run)})
+            rows.append(
+                {
+                    "articles": n,
+                    "records": ms[0]["records"],
+                    "bytes": info.n_bytes,
+                    "run": run,
+                    "seconds": secs,
+                    "records_per_s": ms[0]["records"] / secs,
+                    "mb_per_s": info.n_bytes / 1e6 / secs,
+                    "records_per_s_each": [m["records"] / m["seconds"] for m in ms],
+                    "peak_rss_mb": max(m["peak_rss_mb"] for m in ms),
+                    "worker_peak_rss_mb": max(m["worker_peak_rss_mb"] for m in ms),
+                    "cpu_s": median(m.get("cpu_s", 0.0) for m in ms),
+                    "worker_cpu_s": median(m.get("worker_cpu_s", 0.0) for m in ms),
+                    "kept": ms[0]["kept"],
+                    "accuracy": accuracy.get(run),
+                }
+            )
         for run in SCALING_RUNS:
             shutil.rmtree(work / f"out-{n}-{run}", ignore_errors=True)
         shutil.rmtree(dump, ignore_errors=True)
-    return {"sizes": sizes, "seed": seed, "repeat": repeat, "runs": rows,
-            "identical_outputs": same, "targets": scaling_targets(rows)}
+    return {
+        "sizes": sizes,
+        "seed": seed,
+        "repeat": repeat,
+        "runs": rows,
+        "identical_outputs": same,
+        "targets": scaling_targets(rows),
+    }
 
 
 def scaling_targets(rows: list[dict]) -> dict:
@@ -199,19 +253,24 @@ def scaling_targets(rows: list[dict]) -> dict:
 
 
 def scaling_markdown(result: dict) -> str:
-    lines = ["| articles | records | MB | run | records/s | MB/s | peak RSS MB (process / largest worker) "
-             "| CPU s (process + workers) | accuracy |",
-             "|---:|---:|---:|---|---:|---:|---:|---:|---:|"]
+    lines = [
+        "| articles | records | MB | run | records/s | MB/s | peak RSS MB (process / largest worker) "
+        "| CPU s (process + workers) | accuracy |",
+        "|---:|---:|---:|---|---:|---:|---:|---:|---:|",
+    ]
     for r in result["runs"]:
         acc = "-" if r["accuracy"] is None else f"{r['accuracy']:.4f}"
         wk = f" / {r['worker_peak_rss_mb']:.0f}" if r["run"] == "workers-2" else ""
-        lines.append(f"| {r['articles']:,} | {r['records']:,} | {r['bytes'] / 1e6:.1f} | {r['run']} | "
-                     f"{r['records_per_s']:,.0f} | {r['mb_per_s']:.2f} | {r['peak_rss_mb']:.0f}{wk} | "
-                     f"{r.get('cpu_s', 0):.1f} + {r.get('worker_cpu_s', 0):.1f} | {acc} |")
+        lines.append(
+            f"| {r['articles']:,} | {r['records']:,} | {r['bytes'] / 1e6:.1f} | {r['run']} | "
+            f"{r['records_per_s']:,.0f} | {r['mb_per_s']:.2f} | {r['peak_rss_mb']:.0f}{wk} | "
+            f"{r.get('cpu_s', 0):.1f} + {r.get('worker_cpu_s', 0):.1f} | {acc} |"
+        )
     t = result["targets"]
     lines.append("")
-    lines += [f"- {k}: {v} ({'met' if t['met'][k] else 'NOT met'}; goal >= {t['goals'][k]})"
-              for k, v in t["ratios"].items()]
+    lines += [
+        f"- {k}: {v} ({'met' if t['met'][k] else 'NOT met'}; goal >= {t['goals'][k]})" for k, v in t["ratios"].items()
+    ]
     lines += [f"- {k} (from CPU seconds, what idle cores would give): {v}" for k, v in t.get("cpu", {}).items()]
     lines.append(f"- outputs identical, 1 vs 2 workers: {result['identical_outputs']}")
     return "\n".join(lines) + "\n"
@@ -222,13 +281,17 @@ def _print(result: dict) -> None:
     print(f"{'run':<22}{'records':>9}{'seconds':>9}{'records/s':>11}{'MB/s':>8}{'kept':>8}{'accuracy':>10}")
     for r in result["runs"]:
         acc = "-" if r["accuracy"] is None else f"{r['accuracy']:.3f}"
-        print(f"{r['run']:<22}{r['records']:>9}{r['seconds']:>9.2f}{r['records_per_s']:>11.0f}"
-              f"{r['mb_per_s']:>8.2f}{r['kept']:>8}{acc:>10}")
+        print(
+            f"{r['run']:<22}{r['records']:>9}{r['seconds']:>9.2f}{r['records_per_s']:>11.0f}"
+            f"{r['mb_per_s']:>8.2f}{r['kept']:>8}{acc:>10}"
+        )
     if result["identical_outputs"] is not None:
         print(f"outputs identical across worker counts: {result['identical_outputs']}")
     for det, d in result["detectors"].items():
-        print(f"detector {det:<19} accuracy {d['accuracy']:.3f} on {d['files']} non-UTF-8 files "
-              f"({d['no_answer']} no answer, {d['wrong']} wrong), {d['ms_per_file']:.1f} ms/file")
+        print(
+            f"detector {det:<19} accuracy {d['accuracy']:.3f} on {d['files']} non-UTF-8 files "
+            f"({d['no_answer']} no answer, {d['wrong']} wrong), {d['ms_per_file']:.1f} ms/file"
+        )
 
 
 def run_scaling_cli(args: argparse.Namespace) -> int:
@@ -277,18 +340,37 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("clean", help="cleaning pipeline vs the naive recipe: records/s, MB/s")
     p.add_argument("--n", type=positive_int, default=20_000, help="articles in the generated dump (default 20000)")
     p.add_argument("--seed", type=int, default=0, help="seed of the generated dump (default 0)")
-    p.add_argument("--dump", type=existing_dir, default=None, help="use an existing dump (DIR with crawl/ and labels.jsonl)")
-    p.add_argument("--workers", type=int_list, default=[1, 2], help="worker counts to time, comma-separated (default 1,2)")
+    p.add_argument(
+        "--dump", type=existing_dir, default=None, help="use an existing dump (DIR with crawl/ and labels.jsonl)"
+    )
+    p.add_argument(
+        "--workers", type=int_list, default=[1, 2], help="worker counts to time, comma-separated (default 1,2)"
+    )
     p.add_argument("--json", type=writable_file, default=None, help="also write the figures to this JSON file")
-    p.add_argument("--scaling", action="store_true",
-                   help="scaling run instead: generated dumps of --sizes articles, naive recipe and 1/2 workers "
-                        "each in its own process (records/s, MB/s, peak memory, the issue's targets)")
-    p.add_argument("--sizes", type=int_list, default=[5_000, 100_000],
-                   help="with --scaling: article counts of the generated dumps, comma-separated (default 5000,100000)")
-    p.add_argument("--repeat", type=positive_int, default=1,
-                   help="with --scaling: rounds per size, configurations alternating; medians reported (default 1)")
-    p.add_argument("--markdown", type=writable_file, default=None,
-                   help="with --scaling: also write the table to this markdown file")
+    p.add_argument(
+        "--scaling",
+        action="store_true",
+        help="scaling run instead: generated dumps of --sizes articles, naive recipe and 1/2 workers "
+        "each in its own process (records/s, MB/s, peak memory, the issue's targets)",
+    )
+    p.add_argument(
+        "--sizes",
+        type=int_list,
+        default=[5_000, 100_000],
+        help="with --scaling: article counts of the generated dumps, comma-separated (default 5000,100000)",
+    )
+    p.add_argument(
+        "--repeat",
+        type=positive_int,
+        default=1,
+        help="with --scaling: rounds per size, configurations alternating; medians reported (default 1)",
+    )
+    p.add_argument(
+        "--markdown",
+        type=writable_file,
+        default=None,
+        help="with --scaling: also write the table to this markdown file",
+    )
     p.set_defaults(func=run)
 
 

@@ -4,46 +4,76 @@ Exit codes: 0 when the run completed (rejects are normal), 2 when it could not
 run (bad arguments, an INPUT path that does not exist, an output directory
 that cannot be written).
 """
+
 from __future__ import annotations
 
 import argparse
 import importlib.util
 import json
 
-from labkit.cli_errors import UsageError, existing_path, nonneg_int, positive_int, writable_dir
+from labkit.cli_errors import UsageError, existing_path, nonneg_int, positive_float, positive_int, writable_dir
 
 ENGINES = ("local", "datatrove")  # datatrove rather than Ray Data: docs/decisions.md
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "clean", help="clean crawled jsonl/csv/tsv/html/txt into clean.jsonl + rejects.jsonl",
+        "clean",
+        help="clean crawled jsonl/csv/tsv/html/txt into clean.jsonl + rejects.jsonl",
         description="Decode, repair, extract, validate and deduplicate crawled news records. "
         "Every input record lands in exactly one of DIR/clean.jsonl and DIR/rejects.jsonl; "
-        "DIR/report.json counts reasons and fixes.")
-    p.add_argument("inputs", nargs="+", type=existing_path, metavar="INPUT", help="files or directories (walked recursively)")
-    p.add_argument("--out", type=writable_dir, required=True, metavar="DIR", help="output directory (created if missing)")
+        "DIR/report.json counts reasons and fixes. The three files are written under temporary names "
+        "(DIR/.NAME.partial-PID) and renamed when the run ends, report.json last: an interrupted run leaves no "
+        "file that looks complete (a previous run's files stay as they were; its leftovers go on the next run).",
+    )
+    p.add_argument(
+        "inputs", nargs="+", type=existing_path, metavar="INPUT", help="files or directories (walked recursively)"
+    )
+    p.add_argument(
+        "--out", type=writable_dir, required=True, metavar="DIR", help="output directory (created if missing)"
+    )
     p.add_argument("--workers", type=positive_int, default=1, help="processes (same output as 1; default 1)")
     p.add_argument("--min-title", type=nonneg_int, default=10, help="shortest title kept, chars (default 10)")
     p.add_argument("--max-title", type=nonneg_int, default=60, help="longest title kept, chars (default 60)")
     p.add_argument("--min-body", type=nonneg_int, default=50, help="shortest body kept, chars (default 50)")
     p.add_argument("--max-body", type=nonneg_int, default=None, help="longest body kept, chars (default: no limit)")
-    p.add_argument("--engine", choices=ENGINES, default="local",
-                   help="local: this machine, --workers processes (default); datatrove: the same decisions as "
-                   "datatrove stages (the `scale` extra), outputs sharded as DIR/clean/NNNNN.jsonl and "
-                   "DIR/rejects/NNNNN.jsonl -- see docs/cleaning_at_scale.md")
-    p.add_argument("--tasks", type=positive_int, default=None,
-                   help="--engine datatrove: shards of the input files (default: --workers)")
-    p.add_argument("--slurm-partition", default=None, metavar="PARTITION",
-                   help="--engine datatrove: submit the stages as Slurm jobs to PARTITION and return; "
-                   "DIR/report.json appears when the last job has run (DIR must be on a shared filesystem)")
-    p.add_argument("--quiet", action="store_true", help="no summary on stdout")
+    p.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default="local",
+        help="local: this machine, --workers processes (default); datatrove: the same decisions as "
+        "datatrove stages (the `scale` extra), outputs sharded as DIR/clean/NNNNN.jsonl and "
+        "DIR/rejects/NNNNN.jsonl -- see docs/cleaning_at_scale.md",
+    )
+    p.add_argument(
+        "--tasks",
+        type=positive_int,
+        default=None,
+        help="--engine datatrove: shards of the input files (default: --workers)",
+    )
+    p.add_argument(
+        "--slurm-partition",
+        default=None,
+        metavar="PARTITION",
+        help="--engine datatrove: submit the stages as Slurm jobs to PARTITION and return; "
+        "DIR/report.json appears when the last job has run (DIR must be on a shared filesystem)",
+    )
+    p.add_argument(
+        "--log-every",
+        type=positive_float,
+        default=10.0,
+        metavar="SECONDS",
+        help="progress (files, records): a tqdm bar on stderr when stdout is a terminal, otherwise a line "
+        "on stdout every SECONDS (default 10)",
+    )
+    p.add_argument("--quiet", action="store_true", help="no progress and no summary on stdout")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from labkit.cleaning.pipeline import clean_paths
     from labkit.cleaning.readers import InputError
+    from labkit.progress import progress_mode
 
     if args.min_title > args.max_title:
         raise UsageError(f"--min-title {args.min_title} > --max-title {args.max_title}; make --min-title the smaller")
@@ -59,14 +89,25 @@ def run(args: argparse.Namespace) -> int:
             if report is None:
                 return 0
         else:
-            report = clean_paths(args.inputs, args.out, workers=max(1, args.workers), **limits)
+            report = clean_paths(
+                args.inputs,
+                args.out,
+                workers=max(1, args.workers),
+                **limits,
+                progress=progress_mode(args.quiet),
+                progress_every_s=args.log_every,
+            )
     except InputError as exc:
         raise UsageError(str(exc)) from None
     except OSError as exc:
-        raise UsageError(f"cannot write to {args.out!r}: {exc.strerror or exc}; choose a writable --out directory") from None
+        raise UsageError(
+            f"cannot write to {args.out!r}: {exc.strerror or exc}; choose a writable --out directory"
+        ) from None
     if not args.quiet:
-        summary = {k: report[k] for k in ("files", "records", "clean", "rejected", "reasons",
-                                          "seconds", "records_per_s", "mb_per_s")}
+        summary = {
+            k: report[k]
+            for k in ("files", "records", "clean", "rejected", "reasons", "seconds", "records_per_s", "mb_per_s")
+        }
         print(json.dumps(summary, ensure_ascii=False, indent=1))
         if engine == "datatrove":
             print(f"wrote {args.out}/clean/*.jsonl, rejects/*.jsonl, report.json")
@@ -82,12 +123,20 @@ def _datatrove(args: argparse.Namespace, limits: dict) -> dict | None:
     from labkit.cleaning.distributed import clean_distributed
 
     slurm = {"partition": args.slurm_partition} if args.slurm_partition else None
-    report = clean_distributed(args.inputs, args.out, tasks=args.tasks or max(1, args.workers),
-                               workers=max(1, args.workers), executor="slurm" if slurm else "local",
-                               slurm=slurm, **limits)
+    report = clean_distributed(
+        args.inputs,
+        args.out,
+        tasks=args.tasks or max(1, args.workers),
+        workers=max(1, args.workers),
+        executor="slurm" if slurm else "local",
+        slurm=slurm,
+        **limits,
+    )
     if slurm:
         if not args.quiet:
-            print(f"submitted {report['tasks']} shards to Slurm partition {args.slurm_partition}; "
-                  f"{args.out}/report.json appears when the last stage has run (logs: {args.out}/.work/logs/)")
+            print(
+                f"submitted {report['tasks']} shards to Slurm partition {args.slurm_partition}; "
+                f"{args.out}/report.json appears when the last stage has run (logs: {args.out}/.work/logs/)"
+            )
         return None
     return report

@@ -14,6 +14,7 @@ its misses are all "no answer".  So charset-normalizer goes first and chardet
 only answers what it could not; a guess must also decode strictly and look
 like text (`plausibility`) or the next candidate is tried.
 """
+
 from __future__ import annotations
 
 import codecs
@@ -34,10 +35,19 @@ _BOMS = (  # longest first: the UTF-32-LE BOM starts with the UTF-16-LE one
 
 # Detectors report legacy names; decode with the superset so rarer characters survive.
 _SUPERSETS = {
-    "gb2312": "gb18030", "gbk": "gb18030", "gb18030": "gb18030", "cp936": "gb18030",
-    "big5": "big5hkscs", "big5hkscs": "big5hkscs", "cp950": "big5hkscs",
-    "ascii": "utf-8", "utf_8": "utf-8", "utf-8": "utf-8",
-    "utf_16": "utf-16", "utf_16_le": "utf-16-le", "utf_16_be": "utf-16-be",
+    "gb2312": "gb18030",
+    "gbk": "gb18030",
+    "gb18030": "gb18030",
+    "cp936": "gb18030",
+    "big5": "big5hkscs",
+    "big5hkscs": "big5hkscs",
+    "cp950": "big5hkscs",
+    "ascii": "utf-8",
+    "utf_8": "utf-8",
+    "utf-8": "utf-8",
+    "utf_16": "utf-16",
+    "utf_16_le": "utf-16-le",
+    "utf_16_be": "utf-16-be",
 }
 
 # bytes that never occur in text files (C0 controls other than \t \n \f \r, ESC kept out too)
@@ -52,8 +62,7 @@ _META_CHARSET = re.compile(rb"""<meta[^>]{0,200}?charset\s*=\s*["']?\s*([A-Za-z0
 
 
 # file signatures of formats that are never text (gzip, zip, PNG, JPEG, GIF, PDF, 7z, bzip2, xz)
-_MAGIC = (b"\x1f\x8b", b"PK\x03\x04", b"\x89PNG", b"\xff\xd8\xff", b"GIF8", b"%PDF", b"7z\xbc\xaf",
-          b"BZh", b"\xfd7zXZ")
+_MAGIC = (b"\x1f\x8b", b"PK\x03\x04", b"\x89PNG", b"\xff\xd8\xff", b"GIF8", b"%PDF", b"7z\xbc\xaf", b"BZh", b"\xfd7zXZ")
 
 
 def fix_code(encoding: str) -> str:
@@ -190,8 +199,9 @@ def sniff(sample: bytes, detector: str | None = None) -> tuple[str | None, str |
     return None, None
 
 
-def decode_bytes(data: bytes, hint: str | None = None, detector: str | None = None,
-                 declared: str | None = None) -> Decoded:
+def decode_bytes(
+    data: bytes, hint: str | None = None, detector: str | None = None, declared: str | None = None
+) -> Decoded:
     """Decode one blob (a whole file or one line) to text without ever guessing silently.
 
     Order: BOM -> strict UTF-8 -> strict `hint` (the file-level sniff, for a
@@ -205,8 +215,9 @@ def decode_bytes(data: bytes, hint: str | None = None, detector: str | None = No
             try:
                 return Decoded(data.decode(enc), enc, [fix_code(enc)])
             except UnicodeDecodeError as exc:
-                return Decoded(None, enc, reason="encoding_undecodable",
-                               detail=f"{enc} BOM but invalid {enc} at byte {exc.start}")
+                return Decoded(
+                    None, enc, reason="encoding_undecodable", detail=f"{enc} BOM but invalid {enc} at byte {exc.start}"
+                )
     kind = magic_binary(data)
     if kind:
         return Decoded(None, None, reason="not_text", detail=f"{kind} data, not text (a compressed or binary file)")
@@ -242,6 +253,10 @@ def decode_bytes(data: bytes, hint: str | None = None, detector: str | None = No
             fallback = Decoded(text, enc, [fix_code(enc)])
     if fallback:
         return fallback
-    return Decoded(None, None, reason="encoding_undecodable",
-                   detail=f"not UTF-8 (invalid byte at {first_error}) and no strict decode with "
-                   f"{', '.join(tried) or 'any detected encoding'}; re-export the source as UTF-8")
+    return Decoded(
+        None,
+        None,
+        reason="encoding_undecodable",
+        detail=f"not UTF-8 (invalid byte at {first_error}) and no strict decode with "
+        f"{', '.join(tried) or 'any detected encoding'}; re-export the source as UTF-8",
+    )

@@ -27,6 +27,7 @@ Written with numpy rather than `datasketch` or `rensa`: docs/decisions.md
 generated dumps near duplicates score J >= 0.83 and the most similar distinct
 articles J <= 0.61, hence THRESHOLD 0.8.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -34,11 +35,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-NUM_PERM = 128            # estimated-Jaccard sd ~0.035 at J 0.85 (64 rows: ~0.05, which missed a near duplicate)
-BANDS, ROWS = 16, 4       # LSH on the first 64 rows: P(candidate) = 1-(1-J^4)^16 -> 0.5 at J~0.5, >0.99 at J>=0.8
+NUM_PERM = 128  # estimated-Jaccard sd ~0.035 at J 0.85 (64 rows: ~0.05, which missed a near duplicate)
+BANDS, ROWS = 16, 4  # LSH on the first 64 rows: P(candidate) = 1-(1-J^4)^16 -> 0.5 at J~0.5, >0.99 at J>=0.8
 SHINGLE = 5
-THRESHOLD = 0.8           # estimated Jaccard at or above which a later record is a near duplicate
-BUCKET_CAP = 8            # kept records remembered per band value (template bands saturate; see above)
+THRESHOLD = 0.8  # estimated Jaccard at or above which a later record is a near duplicate
+BUCKET_CAP = 8  # kept records remembered per band value (template bands saturate; see above)
 _rng = np.random.default_rng(20240229)  # fixed: signatures must agree across runs and processes
 # shingle hashes are mixed once (murmur3's 32-bit finaliser), then each row is the bijection
 # x -> a*x + b (mod 2^32), a odd: uint32 arithmetic that numpy wraps exactly as the scheme wants,
@@ -47,7 +48,7 @@ _A = (_rng.integers(0, 1 << 32, NUM_PERM, dtype=np.uint64).astype(np.uint32) | n
 _B = _rng.integers(0, 1 << 32, NUM_PERM, dtype=np.uint64).astype(np.uint32)[:, None]
 # band key = sum of the band's rows times random odd 64-bit multipliers + a per-band salt (mod 2^64);
 # a collision only adds a candidate, which the signature comparison then rejects
-_BAND_MUL = (_rng.integers(0, 1 << 63, ROWS, dtype=np.uint64) << np.uint64(1) | np.uint64(1))
+_BAND_MUL = _rng.integers(0, 1 << 63, ROWS, dtype=np.uint64) << np.uint64(1) | np.uint64(1)
 _BAND_SALT = _rng.integers(0, 1 << 63, BANDS, dtype=np.uint64)
 _U32 = np.uint32
 MAX_SIGNED_CHARS = 100_000  # near-duplicate signatures look at a body's first 100k characters
@@ -58,11 +59,37 @@ _AT, _BT = _A.ravel().copy(), _B.ravel().copy()  # the same rows as 1-d vectors
 
 def _fold_table() -> dict[int, str | None]:
     table: dict[int, str | None] = {c: chr(c - 0xFEE0) for c in range(0xFF01, 0xFF5F)}  # ！..～ -> !..~
-    table.update({ord(k): v for k, v in {
-        "。": ".", "．": ".", "、": ",", "“": '"', "”": '"', "„": '"', "‘": "'", "’": "'",
-        "「": '"', "」": '"', "『": '"', "』": '"', "【": "[", "】": "]", "〔": "[", "〕": "]",
-        "《": "<", "》": ">", "〈": "<", "〉": ">", "—": "-", "–": "-", "―": "-", "〜": "~",
-    }.items()})
+    table.update(
+        {
+            ord(k): v
+            for k, v in {
+                "。": ".",
+                "．": ".",
+                "、": ",",
+                "“": '"',
+                "”": '"',
+                "„": '"',
+                "‘": "'",
+                "’": "'",
+                "「": '"',
+                "」": '"',
+                "『": '"',
+                "』": '"',
+                "【": "[",
+                "】": "]",
+                "〔": "[",
+                "〕": "]",
+                "《": "<",
+                "》": ">",
+                "〈": "<",
+                "〉": ">",
+                "—": "-",
+                "–": "-",
+                "―": "-",
+                "〜": "~",
+            }.items()
+        }
+    )
     table.update({c: None for c in range(0x3001) if chr(c).isspace()})
     table.update({c: None for c in (0x3000, 0xFEFF, 0x200B)})
     return table
@@ -85,8 +112,8 @@ def fold_for_signature(text: str) -> str:
 
 @dataclass(frozen=True)
 class Signature:
-    exact: bytes               # digest of the normalised title+body
-    minhash: bytes             # NUM_PERM uint32 values, little-endian
+    exact: bytes  # digest of the normalised title+body
+    minhash: bytes  # NUM_PERM uint32 values, little-endian
     bands: tuple[int, ...] = ()  # BANDS 64-bit band keys (computed with the minhash, in the worker)
 
     def __reduce__(self):  # pickled worker -> parent per record: a plain tuple, not a field dict
@@ -108,7 +135,7 @@ def shingle_hashes(cps: np.ndarray, k: int = SHINGLE, distinct: bool = True) -> 
     h = cps[:n].copy()
     for j in range(1, k):  # polynomial hash mod 2^32
         h *= _U32(1_000_003)
-        h += cps[j: n + j]
+        h += cps[j : n + j]
     if distinct or n > _CHUNK:
         h = np.unique(h)  # a set: repeated shingles (pagination loops) cost once
     h ^= h >> _U32(16)  # murmur3 fmix32: the polynomial hash is linear, the rows below are too
@@ -121,7 +148,7 @@ def shingle_hashes(cps: np.ndarray, k: int = SHINGLE, distinct: bool = True) -> 
 
 def band_keys(mins: np.ndarray) -> tuple[int, ...]:
     """BANDS 64-bit keys of a signature's first BANDS*ROWS rows."""
-    rows = mins[:BANDS * ROWS].astype(np.uint64).reshape(BANDS, ROWS)
+    rows = mins[: BANDS * ROWS].astype(np.uint64).reshape(BANDS, ROWS)
     return tuple(((rows * _BAND_MUL).sum(axis=1, dtype=np.uint64) + _BAND_SALT).tolist())
 
 
@@ -137,8 +164,8 @@ def signature(title: str, body: str) -> Signature:
     sh = shingle_hashes(cps, distinct=False)
     mins = None
     for start in range(0, len(sh), _CHUNK):  # chunks keep the block small; one reused buffer
-        part = sh[start:start + _CHUNK]
-        m = _BUF[:len(part)]
+        part = sh[start : start + _CHUNK]
+        m = _BUF[: len(part)]
         np.multiply(part[:, None], _AT, out=m)
         m += _BT
         low = m.min(axis=0)

@@ -4,7 +4,7 @@ The same decisions as `labkit clean` (same clean and rejected ids, same reasons
 and details), computed so that no process ever holds every record:
 
 1. **sign** (one task per shard of files, files `i % tasks == rank`): read, decode,
-   repair, extract, validate and sign each record with `labkit.cleaning.pipeline._process`
+   repair, extract, validate and sign each record with `labkit.cleaning.pipeline.process_file`
    -- the very code `labkit clean` runs.  Every record carries its input-order
    index `order = file index << 32 | record index in file` (the order `labkit clean`
    decides duplicates in).  Writes the outcomes (a spool per shard), the
@@ -29,10 +29,10 @@ Intermediate files live in `OUT/.work/` (a shared filesystem on a cluster); it i
 removed after a successful run unless `keep_work`.  docs/cleaning_at_scale.md has
 the cluster recipe; docs/decisions.md why datatrove rather than Ray Data.
 """
+
 from __future__ import annotations
 
 import json
-import os
 import pickle
 import shutil
 import time
@@ -43,27 +43,20 @@ from pathlib import Path
 import numpy as np
 
 from labkit.cleaning import dedup
-from labkit.cleaning.pipeline import _dump, _process
-from labkit.cleaning.readers import EXTENSIONS, iter_files
+from labkit.cleaning.pipeline import plan_files as pipeline_plan
+from labkit.cleaning.pipeline import process_file
+from labkit.cleaning.rows import KeptRow, reject_line
 from labkit.cleaning.validate import Limits
+from labkit.procs import worker_start_method
 
-BUCKETS = 16          # key partitions of stage 2 (a power of two; spread by the key's low bits)
+BUCKETS = 16  # key partitions of stage 2 (a power of two; spread by the key's low bits)
 _KEY = np.dtype([("key", "<u8"), ("order", "<i8")])
 
 
 def plan_files(inputs) -> tuple[list[tuple[str, str]], list[str], int]:
-    """(files as (path, id-relative name) in `labkit clean`'s order, skipped paths, bytes)."""
-    files, skipped, total = [], [], 0
-    for path, rel in iter_files([str(p) for p in inputs]):
-        if path.suffix.lower() in EXTENSIONS:
-            files.append((str(path), rel))
-            try:
-                total += path.stat().st_size
-            except OSError:
-                pass
-        else:
-            skipped.append(str(path))
-    return files, skipped, total
+    """`pipeline.plan_files` with the paths as text (they travel to the datatrove tasks)."""
+    files, skipped, total = pipeline_plan(inputs)
+    return [(str(p), rel) for p, rel in files], skipped, total
 
 
 def _keys(sig) -> list[int]:
@@ -80,14 +73,15 @@ def _shard(work: Path, name: str, rank: int) -> Path:
 
 
 # --- stage 1 ---------------------------------------------------------------------------------
-def stage_sign(files: list[tuple[str, str]], limits: Limits, work: Path, rank: int, tasks: int,
-               buckets: int = BUCKETS) -> None:
+def stage_sign(
+    files: list[tuple[str, str]], limits: Limits, work: Path, rank: int, tasks: int, buckets: int = BUCKETS
+) -> None:
     keys: list[tuple[int, int]] = []
     sigs: dict[int, tuple[str, object]] = {}
     with open(_shard(work, "records", rank).with_suffix(".pkl"), "wb") as f:
         for fi in range(rank, len(files), tasks):
             path, rel = files[fi]
-            for ri, (out, sig) in enumerate(_process(Path(path), rel, limits)):
+            for ri, (out, sig) in enumerate(process_file(Path(path), rel, limits)):
                 order = fi << 32 | ri
                 pickle.dump((order, out), f, protocol=pickle.HIGHEST_PROTOCOL)
                 if sig is not None:
@@ -176,30 +170,28 @@ def stage_write(work: Path, out: Path, rank: int) -> None:
     n_clean = n_rej = 0
     (out / "clean").mkdir(exist_ok=True)
     (out / "rejects").mkdir(exist_ok=True)
-    with open(_shard(work, "records", rank).with_suffix(".pkl"), "rb") as f, \
-            open(out / "clean" / f"{rank:05d}.jsonl", "w", encoding="utf-8") as fc, \
-            open(out / "rejects" / f"{rank:05d}.jsonl", "w", encoding="utf-8") as fr:
+    with (
+        open(_shard(work, "records", rank).with_suffix(".pkl"), "rb") as f,
+        open(out / "clean" / f"{rank:05d}.jsonl", "wb") as fc,
+        open(out / "rejects" / f"{rank:05d}.jsonl", "wb") as fr,
+    ):
         while True:
             try:
                 order, rec = pickle.load(f)
             except EOFError:
                 break
-            if rec.reason is None and order in decisions:
-                rec.reason, rec.detail = "duplicate", decisions[order]
-                rec.original = {"title": rec.title, "body": rec.body}
-            if rec.reason is None:
+            if rec.reason is None and order not in decisions:
                 fixes.update(rec.fixes)
                 n_clean += 1
-                _dump(fc, {"id": rec.id, "title": rec.title, "body": rec.body,
-                           "source": rec.source, "fixes": rec.fixes})
+                fc.write(KeptRow.of(rec).clean_line())
+                continue
+            n_rej += 1
+            if rec.reason is None:
+                reasons["duplicate"] += 1
+                fr.write(KeptRow.of(rec).duplicate_line(decisions[order]))
             else:
-                n_rej += 1
                 reasons[rec.reason] += 1
-                row = {"id": rec.id, "source": rec.source, "reason": rec.reason, "detail": rec.detail,
-                       "fixes": rec.fixes, "original": rec.original}
-                if rec.raw_b64 is not None:
-                    row["raw_b64"] = rec.raw_b64
-                _dump(fr, row)
+                fr.write(reject_line(rec))
     stats = {"clean": n_clean, "rejected": n_rej, "reasons": reasons, "fixes": fixes}
     _shard(work, "stats", rank).with_suffix(".json").write_text(json.dumps(stats), encoding="utf-8")
 
@@ -224,19 +216,32 @@ def _step(stage: str, fn, **kw):
     return LabkitStage()
 
 
-def _executors(files, limits, out: Path, work: Path, tasks: int, workers: int, near_threshold: float,
-               executor: str, slurm: dict | None):
+def _executors(
+    files,
+    limits,
+    out: Path,
+    work: Path,
+    tasks: int,
+    workers: int,
+    near_threshold: float,
+    executor: str,
+    slurm: dict | None,
+):
     if executor == "slurm":
         from datatrove.executor import SlurmPipelineExecutor as Ex
 
-        extra = dict(time=slurm.get("time", "04:00:00"), partition=slurm["partition"],
-                     cpus_per_task=1, mem_per_cpu_gb=slurm.get("mem_per_cpu_gb", 4))
+        extra = dict(
+            time=slurm.get("time", "04:00:00"),
+            partition=slurm["partition"],
+            cpus_per_task=1,
+            mem_per_cpu_gb=slurm.get("mem_per_cpu_gb", 4),
+        )
         base = {}
     else:
         from datatrove.executor import LocalPipelineExecutor as Ex
 
         extra = {}
-        base = {"workers": workers, "start_method": "fork" if os.name != "nt" else "spawn"}
+        base = {"workers": workers, "start_method": worker_start_method()}  # never fork a kernel
     logs = work / "logs"
     nb = min(tasks, BUCKETS)
     stages = [  # (name, tasks, function, its arguments besides rank)
@@ -249,17 +254,29 @@ def _executors(files, limits, out: Path, work: Path, tasks: int, workers: int, n
     ]
     prev = None
     for name, n, fn, kw in stages:
-        opts = dict(extra, job_name=f"labkit-clean-{name}") if executor == "slurm" else \
-            dict(base, workers=min(workers, n))
-        prev = Ex(pipeline=[_step(name, fn, **kw)], tasks=n, logging_dir=str(logs / name),
-                  depends=prev, **opts)  # skip_completed: .work is fresh
+        opts = (
+            dict(extra, job_name=f"labkit-clean-{name}") if executor == "slurm" else dict(base, workers=min(workers, n))
+        )
+        prev = Ex(
+            pipeline=[_step(name, fn, **kw)], tasks=n, logging_dir=str(logs / name), depends=prev, **opts
+        )  # skip_completed: .work is fresh
     return prev
 
 
-def clean_distributed(inputs, out_dir, tasks: int = 2, workers: int = 2, executor: str = "local",
-                      min_title: int = 10, max_title: int = 60, min_body: int = 50,
-                      max_body: int | None = None, near_threshold: float = dedup.THRESHOLD,
-                      slurm: dict | None = None, keep_work: bool = False) -> dict:
+def clean_distributed(
+    inputs,
+    out_dir,
+    tasks: int = 2,
+    workers: int = 2,
+    executor: str = "local",
+    min_title: int = 10,
+    max_title: int = 60,
+    min_body: int = 50,
+    max_body: int | None = None,
+    near_threshold: float = dedup.THRESHOLD,
+    slurm: dict | None = None,
+    keep_work: bool = False,
+) -> dict:
     """Run the five stages (and a one-task report stage) on datatrove; returns the report
     (also OUT/report.json).  With executor="slurm" the six jobs are submitted, each
     depending on the previous, and this returns the run's metadata at once: OUT/report.json
@@ -273,9 +290,18 @@ def clean_distributed(inputs, out_dir, tasks: int = 2, workers: int = 2, executo
         shutil.rmtree(stale, ignore_errors=True)
     files, skipped, total_bytes = plan_files(inputs)
     tasks = max(1, min(tasks, len(files) or 1))
-    meta = {"inputs": [str(p) for p in inputs], "files": len(files), "skipped_files": skipped[:100],
-            "n_skipped_files": len(skipped), "bytes": total_bytes, "tasks": tasks, "workers": workers,
-            "executor": executor, "limits": asdict(limits), "near_threshold": near_threshold}
+    meta = {
+        "inputs": [str(p) for p in inputs],
+        "files": len(files),
+        "skipped_files": skipped[:100],
+        "n_skipped_files": len(skipped),
+        "bytes": total_bytes,
+        "tasks": tasks,
+        "workers": workers,
+        "executor": executor,
+        "limits": asdict(limits),
+        "near_threshold": near_threshold,
+    }
     work.mkdir(parents=True)
     (work / "meta.json").write_text(json.dumps(meta, ensure_ascii=False), encoding="utf-8")
     _executors(files, limits, out, work, tasks, workers, near_threshold, executor, slurm).run()
@@ -291,8 +317,10 @@ def finish(out_dir, seconds: float | None = None, keep_work: bool = False) -> di
     meta = json.loads((work / "meta.json").read_text(encoding="utf-8"))
     shards = sorted((work / "stats").glob("*.json"))
     if len(shards) != meta["tasks"]:
-        raise RuntimeError(f"{out}: {len(shards)} of {meta['tasks']} shards written; "
-                           f"see {work / 'logs'} and rerun when every stage has finished")
+        raise RuntimeError(
+            f"{out}: {len(shards)} of {meta['tasks']} shards written; "
+            f"see {work / 'logs'} and rerun when every stage has finished"
+        )
     reasons, fixes = Counter(), Counter()
     n_clean = n_rej = 0
     for p in shards:
@@ -302,12 +330,21 @@ def finish(out_dir, seconds: float | None = None, keep_work: bool = False) -> di
         reasons.update(s["reasons"])
         fixes.update(s["fixes"])
     n = n_clean + n_rej
-    report = {**meta, "records": n, "clean": n_clean, "rejected": n_rej,
-              "reasons": dict(sorted(reasons.items())), "fixes": dict(sorted(fixes.items())),
-              "outputs": {"clean": str(out / "clean"), "rejects": str(out / "rejects")}}
+    report = {
+        **meta,
+        "records": n,
+        "clean": n_clean,
+        "rejected": n_rej,
+        "reasons": dict(sorted(reasons.items())),
+        "fixes": dict(sorted(fixes.items())),
+        "outputs": {"clean": str(out / "clean"), "rejects": str(out / "rejects")},
+    }
     if seconds:
-        report.update(seconds=round(seconds, 3), records_per_s=round(n / seconds, 1),
-                      mb_per_s=round(meta["bytes"] / 1e6 / seconds, 3))
+        report.update(
+            seconds=round(seconds, 3),
+            records_per_s=round(n / seconds, 1),
+            mb_per_s=round(meta["bytes"] / 1e6 / seconds, 3),
+        )
     (out / "report.json").write_text(json.dumps(report, ensure_ascii=False, indent=2), encoding="utf-8")
     if not keep_work:
         shutil.rmtree(work, ignore_errors=True)

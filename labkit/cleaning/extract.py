@@ -3,6 +3,7 @@
 The story's regex `<script.*?>.*?</script>` misses multi-line and upper-case
 script blocks; a parser sees elements, whatever their case or line breaks.
 """
+
 from __future__ import annotations
 
 import re
@@ -11,11 +12,46 @@ from dataclasses import dataclass
 import lxml.html
 
 # elements that are never article text
-DROP_TAGS = ("script", "style", "noscript", "nav", "footer", "header", "aside", "form",
-             "iframe", "template", "button", "select", "svg", "object", "embed")
+DROP_TAGS = (
+    "script",
+    "style",
+    "noscript",
+    "nav",
+    "footer",
+    "header",
+    "aside",
+    "form",
+    "iframe",
+    "template",
+    "button",
+    "select",
+    "svg",
+    "object",
+    "embed",
+)
 # elements after which the text flows to a new line
-_BLOCK = {"p", "div", "br", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "section",
-          "article", "blockquote", "pre", "ul", "ol", "table", "dd", "dt"}
+_BLOCK = {
+    "p",
+    "div",
+    "br",
+    "li",
+    "tr",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "section",
+    "article",
+    "blockquote",
+    "pre",
+    "ul",
+    "ol",
+    "table",
+    "dd",
+    "dt",
+}
 _BODY_HINT = re.compile(r"article|content|story|post-body|entry|正文", re.I)
 _MAIN_HINT = re.compile(r"main|post|text", re.I)
 _LOOKS_LIKE_MARKUP = re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>]{0,2000})?/?>|<!--")

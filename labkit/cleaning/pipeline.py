@@ -6,7 +6,11 @@ decides duplicates (the first occurrence is kept, so order matters) and
 writes.  Hence `workers=N` writes byte-identical files to `workers=1`.  A
 large file's results are spooled to a temporary file instead of travelling
 back in memory, so the parent's memory stays flat whatever the input size.
+
+The three outputs are written under temporary names and renamed at the end, report.json
+last (`labkit.atomic.publish`): an interrupted run leaves no file that looks complete.
 """
+
 from __future__ import annotations
 
 import json
@@ -19,94 +23,63 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Iterable, Iterator
 
+from labkit.atomic import publish, remove_stale
+from labkit.cli_errors import RunFailed
 from labkit.cleaning.dedup import Deduper, signature
 from labkit.cleaning.readers import EXTENSIONS, iter_files, read_file
+from labkit.cleaning.rows import KeptRow, reject_line
 from labkit.cleaning.validate import Limits, Outcome, clean_record
+from labkit.procs import worker_start_method
+from labkit.progress import Progress
+
+
+class WorkerDied(RunFailed):
+    """A worker process of `clean_paths(workers > 1)` died; nothing was published (`labkit clean` exits 1)."""
+
 
 SPOOL_BYTES = 4 << 20  # files bigger than this hand their results back through a temp file
 
 
-def _process(path: Path, rel: str, limits: Limits) -> Iterator[tuple[Outcome, object]]:
+def process_file(path: Path, rel: str, limits: Limits) -> Iterator[tuple[Outcome, object]]:
     for raw in read_file(path, rel):
         try:
             out = clean_record(raw, limits)
         except Exception as exc:  # noqa: BLE001 -- one record must never stop the run
-            out = Outcome(raw.id, raw.source, None, None, list(raw.fixes), "processing_error",
-                          f"{raw.source}: {type(exc).__name__}: {exc}; please report this input",
-                          raw.original, raw.raw_b64)
+            out = Outcome(
+                raw.id,
+                raw.source,
+                None,
+                None,
+                list(raw.fixes),
+                "processing_error",
+                f"{raw.source}: {type(exc).__name__}: {exc}; please report this input",
+                raw.original,
+                raw.raw_b64,
+            )
         sig = signature(out.title or "", out.body or "") if out.reason is None else None
         yield out, sig
 
 
-_JSON = json.JSONEncoder(ensure_ascii=False).encode  # what json.dumps(x, ensure_ascii=False) returns
-_JSON_ASCII = json.JSONEncoder(ensure_ascii=True).encode
-_EOL = os.linesep  # what `_dump`'s text-mode write ends a line with
-_EOLB = _EOL.encode("ascii")
-
-
-def _line(obj: dict) -> bytes:
-    """`_dump`'s line as UTF-8 bytes (lone surrogates: the whole row escaped, as `_dump` does)."""
-    try:
-        return (_JSON(obj) + _EOL).encode("utf-8")
-    except UnicodeEncodeError:
-        return (_JSON_ASCII(obj) + _EOL).encode("ascii")
-
-
-def _pieces(rec: Outcome) -> tuple:
-    """A valid record's JSON values (id, title, body, source, fixes) as UTF-8 bytes, then whether
-    they are escaped: all of them (ensure_ascii) if any holds a lone surrogate, as `_dump` does."""
-    vals = (rec.id, rec.title, rec.body, rec.source, rec.fixes)
-    try:
-        return (*(_JSON(v).encode("utf-8") for v in vals), False)
-    except UnicodeEncodeError:
-        return (*(_JSON_ASCII(v).encode("ascii") for v in vals), True)
-
-
-def _clean_line(p: tuple) -> bytes:
-    """{"id", "title", "body", "source", "fixes"}: the bytes `_dump` writes for a kept record."""
-    return b"".join((b'{"id": ', p[0], b', "title": ', p[1], b', "body": ', p[2], b', "source": ', p[3],
-                     b', "fixes": ', p[4], b"}", _EOLB))
-
-
-def _duplicate_line(p: tuple, detail: str) -> bytes:
-    """The reject row `_dump` writes for a duplicate, from the same pieces (keys in its order)."""
-    if p[5]:
-        d = _JSON_ASCII(detail).encode("ascii")
-    else:
-        try:
-            d = _JSON(detail).encode("utf-8")
-        except UnicodeEncodeError:  # the original's id holds a lone surrogate: the whole row escaped
-            row = {"id": json.loads(p[0]), "source": json.loads(p[3]), "reason": "duplicate", "detail": detail,
-                   "fixes": json.loads(p[4]), "original": {"title": json.loads(p[1]), "body": json.loads(p[2])}}
-            return _line(row)
-    return b"".join((b'{"id": ', p[0], b', "source": ', p[3], b', "reason": "duplicate", "detail": ', d,
-                     b', "fixes": ', p[4], b', "original": {"title": ', p[1], b', "body": ', p[2], b"}}", _EOLB))
-
-
 def _rows(path: Path, rel: str, limits: Limits) -> Iterator[tuple]:
-    """`_process`'s results as the parent needs them: (reason, id, signature, fixes, payload).
+    """`process_file`'s results as the parent needs them: (reason, id, signature, fixes, payload).
 
-    The workers serialise: a reject's payload is its finished line (bytes), a valid record's
-    the JSON pieces of its clean row, which also make its duplicate row should the parent's
-    in-order decision say so.  The parent then only decides, counts and writes bytes -- no
-    Outcome objects and no text travel twice."""
-    for rec, sig in _process(path, rel, limits):
+    The workers serialise (`labkit.cleaning.rows`): a reject's payload is its finished line (bytes), a
+    valid record's its `KeptRow`, which makes its clean row or, should the parent's in-order decision
+    say so, its duplicate row.  The parent then only decides, counts and writes bytes -- no Outcome
+    objects and no text travel twice."""
+    for rec, sig in process_file(path, rel, limits):
         if rec.reason is None:
-            yield None, rec.id, sig, rec.fixes, _pieces(rec)
+            yield None, rec.id, sig, rec.fixes, KeptRow.of(rec)
         else:
-            row = {"id": rec.id, "source": rec.source, "reason": rec.reason, "detail": rec.detail,
-                   "fixes": rec.fixes, "original": rec.original}
-            if rec.raw_b64 is not None:
-                row["raw_b64"] = rec.raw_b64
-            yield rec.reason, rec.id, None, None, _line(row)
+            yield rec.reason, rec.id, None, None, reject_line(rec)
 
 
-def _task(args: tuple[str, str, Limits, str]) -> tuple[str, object]:
+def _task(args: tuple[str, str, Limits, str, int]) -> tuple[str, object]:
     """Worker entry: one file -> ("mem", rows) or ("spool", temp path) for big files."""
-    path, rel, limits, spool_dir = args
+    path, rel, limits, spool_dir, spool_bytes = args
     p = Path(path)
     try:
-        big = p.stat().st_size > SPOOL_BYTES
+        big = p.stat().st_size > spool_bytes
     except OSError:
         big = False
     if not big:
@@ -133,77 +106,129 @@ def _unspool(kind: str, payload) -> Iterator[tuple]:
         os.unlink(payload)
 
 
-def _results(files: list[tuple[Path, str]], limits: Limits, workers: int, spool_dir: str):
+def _results(files: list[tuple[Path, str]], limits: Limits, workers: int, spool_dir: str, file_done=None):
+    """Every record's row, in input order; `file_done()` is called after each file's last row."""
+    file_done = file_done or (lambda: None)
     if workers <= 1:
         for path, rel in files:
             yield from _rows(path, rel, limits)
+            file_done()
         return
     import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
 
-    tasks = [(str(p), rel, limits, spool_dir) for p, rel in files]
+    # the threshold travels with each task: workers start from a fresh interpreter, not a copy of this one
+    tasks = [(str(p), rel, limits, spool_dir, SPOOL_BYTES) for p, rel in files]
     chunk = max(1, min(64, len(tasks) // (workers * 8)))
-    with mp.get_context("spawn" if os.name == "nt" else "fork").Pool(workers) as pool:
-        for kind, payload in pool.imap(_task, tasks, chunksize=chunk):
-            yield from _unspool(kind, payload)
-
-
-def _dump(f, obj: dict) -> None:
+    # ProcessPoolExecutor, not multiprocessing.Pool: a worker that dies (killed for memory, or a script that
+    # calls this outside `if __name__ == "__main__":`, which a fresh worker re-imports) breaks the pool with an
+    # error; Pool silently replaces the dead worker and waits forever for its task.
+    pool = ProcessPoolExecutor(workers, mp_context=mp.get_context(worker_start_method()))
     try:
-        f.write(json.dumps(obj, ensure_ascii=False) + "\n")
-    except UnicodeEncodeError:  # lone surrogates from \\ud800-style JSON escapes: keep them escaped
-        f.write(json.dumps(obj, ensure_ascii=True) + "\n")
+        for kind, payload in pool.map(_task, tasks, chunksize=chunk):
+            yield from _unspool(kind, payload)
+            file_done()
+    except BrokenProcessPool:
+        raise WorkerDied(
+            f"a cleaning worker process died before finishing its files (killed for memory, or a script that calls "
+            f"clean_paths(workers={workers}) outside `if __name__ == '__main__':`): guard the call, or use workers=1"
+        ) from None
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
-def clean_paths(inputs: Iterable[str | os.PathLike], out_dir: str | os.PathLike, workers: int = 1,
-                min_title: int = 10, max_title: int = 60, min_body: int = 50,
-                max_body: int | None = None, near_threshold: float = 0.8) -> dict:
+def plan_files(inputs) -> tuple[list[tuple[Path, str]], list[str], int]:
+    """What `labkit clean` reads, in its order: (files as (path, id-relative name), skipped paths, bytes).
+
+    Both engines plan with it (`labkit.cleaning.distributed`), so they read the same files in the same order."""
+    files, skipped, total = [], [], 0
+    for path, rel in iter_files([str(p) for p in inputs]):
+        if path.suffix.lower() in EXTENSIONS:
+            files.append((path, rel))
+            try:
+                total += path.stat().st_size
+            except OSError:
+                pass
+        else:
+            skipped.append(str(path))
+    return files, skipped, total
+
+
+def clean_paths(
+    inputs: Iterable[str | os.PathLike],
+    out_dir: str | os.PathLike,
+    workers: int = 1,
+    min_title: int = 10,
+    max_title: int = 60,
+    min_body: int = 50,
+    max_body: int | None = None,
+    near_threshold: float = 0.8,
+    progress: str = "off",
+    progress_every_s: float = 10.0,
+) -> dict:
     """Clean every record under `inputs` into `out_dir`; returns the report (also report.json).
 
     Raises `readers.InputError` for a missing input path and `OSError` when
-    `out_dir` cannot be written; bad files and records never raise.
+    `out_dir` cannot be written; bad files and records never raise.  `progress`
+    ('off', 'bar' or 'lines', `labkit.progress`) counts files and records; 'lines'
+    prints one every `progress_every_s` seconds.
     """
     t0 = time.perf_counter()
     inputs = [str(p) for p in inputs]
     limits = Limits(min_title, max_title, min_body, max_body)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    files, skipped, total_bytes = [], [], 0
-    for path, rel in iter_files(inputs):
-        if path.suffix.lower() in EXTENSIONS:
-            files.append((path, rel))
-            try:
-                total_bytes += path.stat().st_size
-            except OSError:
-                pass
-        else:
-            skipped.append(str(path))
+    files, skipped, total_bytes = plan_files(inputs)
     reasons, fixes = Counter(), Counter()
     n_clean = n_rej = 0
     dedup = Deduper(near_threshold)
-    with tempfile.TemporaryDirectory(dir=out, prefix=".spool-") as spool, \
-            open(out / "clean.jsonl", "wb", buffering=1 << 20) as fc, \
-            open(out / "rejects.jsonl", "wb", buffering=1 << 20) as fr:
-        for reason, rid, sig, rec_fixes, payload in _results(files, limits, workers, spool):
+    bar = Progress(len(files), "clean", "files", progress, every_s=progress_every_s)
+
+    def file_done():
+        bar.update(1, records=n_clean + n_rej, clean=n_clean)
+
+    remove_stale(out, ".spool-")  # a killed run's spooled results
+    with (
+        publish(out / "clean.jsonl", out / "rejects.jsonl", out / "report.json") as (clean_to, rejects_to, report_to),
+        bar,
+        tempfile.TemporaryDirectory(dir=out, prefix=f".spool-{os.getpid()}-") as spool,
+        open(clean_to, "wb", buffering=1 << 20) as fc,
+        open(rejects_to, "wb", buffering=1 << 20) as fr,
+    ):
+        for reason, rid, sig, rec_fixes, payload in _results(files, limits, workers, spool, file_done):
             if reason is None:
                 dup = dedup.check(rid, sig)
                 if not dup:
                     fixes.update(rec_fixes)  # counted on kept records: what the clean set went through
                     n_clean += 1
-                    fc.write(_clean_line(payload))
+                    fc.write(payload.clean_line())
                     continue
-                reason, payload = "duplicate", _duplicate_line(payload, f"{dup[0]} duplicate of {dup[1]}")
+                reason, payload = "duplicate", payload.duplicate_line(f"{dup[0]} duplicate of {dup[1]}")
             n_rej += 1
             reasons[reason] += 1
             fr.write(payload)
-    secs = time.perf_counter() - t0
-    n = n_clean + n_rej
-    report = {
-        "inputs": inputs, "files": len(files), "skipped_files": skipped[:100], "n_skipped_files": len(skipped),
-        "bytes": total_bytes, "records": n, "clean": n_clean, "rejected": n_rej,
-        "reasons": dict(sorted(reasons.items())), "fixes": dict(sorted(fixes.items())),
-        "seconds": round(secs, 3), "records_per_s": round(n / secs, 1) if secs else None,
-        "mb_per_s": round(total_bytes / 1e6 / secs, 3) if secs else None,
-        "workers": workers, "limits": asdict(limits), "near_threshold": near_threshold,
-    }
-    (out / "report.json").write_text(json.dumps(report, ensure_ascii=False, indent=2), encoding="utf-8")
+        fc.close()
+        fr.close()
+        secs = time.perf_counter() - t0
+        n = n_clean + n_rej
+        report = {
+            "inputs": inputs,
+            "files": len(files),
+            "skipped_files": skipped[:100],
+            "n_skipped_files": len(skipped),
+            "bytes": total_bytes,
+            "records": n,
+            "clean": n_clean,
+            "rejected": n_rej,
+            "reasons": dict(sorted(reasons.items())),
+            "fixes": dict(sorted(fixes.items())),
+            "seconds": round(secs, 3),
+            "records_per_s": round(n / secs, 1) if secs else None,
+            "mb_per_s": round(total_bytes / 1e6 / secs, 3) if secs else None,
+            "workers": workers,
+            "limits": asdict(limits),
+            "near_threshold": near_threshold,
+        }
+        report_to.write_text(json.dumps(report, ensure_ascii=False, indent=2), encoding="utf-8")
     return report

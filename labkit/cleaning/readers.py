@@ -10,6 +10,7 @@ Readers never raise on bad data: a record they cannot read comes out with a
 `reason` so the pipeline rejects it -- nothing is dropped on the floor.
 Memory is bounded by the largest single record, never by file size.
 """
+
 from __future__ import annotations
 
 import base64
@@ -42,14 +43,14 @@ class RawRecord:
 
     id: str
     source: str
-    kind: str                       # html | txt | jsonl | csv | tsv
+    kind: str  # html | txt | jsonl | csv | tsv
     title: str | None = None
     body: str | None = None
     fixes: list[str] = field(default_factory=list)
     reason: str | None = None
     detail: str = ""
-    original: Any = None            # the record as best decoded (dict, row list or text)
-    raw_b64: str | None = None      # raw bytes when they could not be decoded
+    original: Any = None  # the record as best decoded (dict, row list or text)
+    raw_b64: str | None = None  # raw bytes when they could not be decoded
 
 
 def raw_b64(data: bytes) -> str:
@@ -85,8 +86,13 @@ def read_file(path: Path, rel: str) -> Iterator[RawRecord]:
         elif ext in (".csv", ".tsv"):
             yield from _csv(path, rel, source, "\t" if ext == ".tsv" else ",")
     except OSError as exc:  # unreadable file: one reject standing for the whole file
-        yield RawRecord(rel, source, ROWS.get(ext) or WHOLE_FILE.get(ext, "?"), reason="unreadable",
-                        detail=f"{source}: {exc.strerror or exc}; fix the file's permissions and re-run")
+        yield RawRecord(
+            rel,
+            source,
+            ROWS.get(ext) or WHOLE_FILE.get(ext, "?"),
+            reason="unreadable",
+            detail=f"{source}: {exc.strerror or exc}; fix the file's permissions and re-run",
+        )
 
 
 def _whole_file(data: bytes, rel: str, source: str, kind: str) -> RawRecord:
@@ -95,8 +101,7 @@ def _whole_file(data: bytes, rel: str, source: str, kind: str) -> RawRecord:
     claimed = declared_charset(data) if kind == "html" else None
     dec = decode_bytes(data, declared=claimed)
     if dec.text is None:
-        return RawRecord(rel, source, kind, reason=dec.reason, detail=f"{source}: {dec.detail}",
-                         raw_b64=raw_b64(data))
+        return RawRecord(rel, source, kind, reason=dec.reason, detail=f"{source}: {dec.detail}", raw_b64=raw_b64(data))
     rec = RawRecord(rel, source, kind, fixes=list(dec.fixes), original=dec.text)
     if kind == "html":
         if claimed and dec.encoding and claimed != dec.encoding.replace("-sig", ""):
@@ -114,8 +119,12 @@ def _decoded_lines(f, hint: str | None) -> Iterator[tuple[bytes, str | None, str
     if hint and hint.startswith(("utf-16", "utf-32")):  # NUL-rich encodings: no byte-level split
         for line in io.TextIOWrapper(f, encoding=hint, errors="replace", newline=""):
             ok = "\ufffd" not in line
-            yield line.encode("utf-8", "surrogatepass"), (line if ok else None), (
-                "" if ok else f"invalid {hint} bytes"), [fix_code(hint)]
+            yield (
+                line.encode("utf-8", "surrogatepass"),
+                (line if ok else None),
+                ("" if ok else f"invalid {hint} bytes"),
+                [fix_code(hint)],
+            )
         return
     bom = hint == "utf-8-sig"  # a file-level fact: every row of the file was behind that BOM
     first = True
@@ -137,8 +146,14 @@ def _jsonl(path: Path, rel: str, source: str) -> Iterator[RawRecord]:
                 continue  # blank lines are not records
             rid, src = f"{rel}:{n}", f"{source}:{n}"
             if text is None:
-                yield RawRecord(rid, src, "jsonl", reason=reason or "encoding_undecodable",
-                                detail=f"{src}: {detail}", raw_b64=raw_b64(raw))
+                yield RawRecord(
+                    rid,
+                    src,
+                    "jsonl",
+                    reason=reason or "encoding_undecodable",
+                    detail=f"{src}: {detail}",
+                    raw_b64=raw_b64(raw),
+                )
                 continue
             yield _json_record(text, rid, src, fixes)
 
@@ -147,19 +162,37 @@ def _json_record(text: str, rid: str, src: str, fixes: list[str]) -> RawRecord:
     try:
         obj = json.loads(text, strict=False)  # control chars inside strings: repaired later
     except ValueError as exc:
-        return RawRecord(rid, src, "jsonl", reason="malformed_record", original=text,
-                         detail=f"{src}: invalid JSON ({exc}); a truncated or hand-edited line")
+        return RawRecord(
+            rid,
+            src,
+            "jsonl",
+            reason="malformed_record",
+            original=text,
+            detail=f"{src}: invalid JSON ({exc}); a truncated or hand-edited line",
+        )
     if not isinstance(obj, dict):
-        return RawRecord(rid, src, "jsonl", reason="malformed_record", original=obj,
-                         detail=f"{src}: a JSON {type(obj).__name__}, expected an object with title/body")
+        return RawRecord(
+            rid,
+            src,
+            "jsonl",
+            reason="malformed_record",
+            original=obj,
+            detail=f"{src}: a JSON {type(obj).__name__}, expected an object with title/body",
+        )
     if obj.get("id") not in (None, ""):
         rid = str(obj["id"])
     rec = RawRecord(rid, src, "jsonl", fixes=fixes, original=obj)
     for key in ("title", "body"):
         value = obj.get(key)
         if isinstance(value, (dict, list)):
-            return RawRecord(rid, src, "jsonl", reason="malformed_record", original=obj,
-                             detail=f"{src}: field {key!r} is a JSON {type(value).__name__}, expected text")
+            return RawRecord(
+                rid,
+                src,
+                "jsonl",
+                reason="malformed_record",
+                original=obj,
+                detail=f"{src}: field {key!r} is a JSON {type(value).__name__}, expected text",
+            )
         setattr(rec, key, None if value is None else str(value))
     return rec
 
@@ -192,8 +225,13 @@ def _csv(path: Path, rel: str, source: str, delimiter: str) -> Iterator[RawRecor
                 return
             except csv.Error as exc:  # csv's own parse errors; the rest of the file is still read
                 row_no += 1
-                yield RawRecord(f"{rel}:{row_no}", f"{source}:{row_no}", kind, reason="malformed_record",
-                                detail=f"{source} line {reader.line_num}: {exc}")
+                yield RawRecord(
+                    f"{rel}:{row_no}",
+                    f"{source}:{row_no}",
+                    kind,
+                    reason="malformed_record",
+                    detail=f"{source} line {reader.line_num}: {exc}",
+                )
                 last_line = reader.line_num
                 continue
             span = range(last_line + 1, reader.line_num + 1)
@@ -213,25 +251,49 @@ def _csv(path: Path, rel: str, source: str, delimiter: str) -> Iterator[RawRecor
                 line_fixes.pop(ln, None)
 
 
-def _csv_record(row: list[str], header: list[str], rel: str, source: str, row_no: int, kind: str,
-                hint: str | None, span: range, bad: dict[int, bytes], fixes: list[str]) -> RawRecord:
+def _csv_record(
+    row: list[str],
+    header: list[str],
+    rel: str,
+    source: str,
+    row_no: int,
+    kind: str,
+    hint: str | None,
+    span: range,
+    bad: dict[int, bytes],
+    fixes: list[str],
+) -> RawRecord:
     rid, src = f"{rel}:{row_no}", f"{source}:{row_no}"
     if "id" in header and len(row) > header.index("id") and row[header.index("id")].strip():
         rid = row[header.index("id")].strip()
     broken = [bad[ln] for ln in span if ln in bad]
     if broken:
-        return RawRecord(rid, src, kind, reason="encoding_undecodable", original=row,
-                         detail=f"{src}: bytes not decodable as {hint or 'any detected encoding'}",
-                         raw_b64=raw_b64(b"".join(broken)))
+        return RawRecord(
+            rid,
+            src,
+            kind,
+            reason="encoding_undecodable",
+            original=row,
+            detail=f"{src}: bytes not decodable as {hint or 'any detected encoding'}",
+            raw_b64=raw_b64(b"".join(broken)),
+        )
     if "title" not in header or "body" not in header:
-        return RawRecord(rid, src, kind, reason="malformed_record", original=row,
-                         detail=f"{source}: header {header} names no title/body columns; add a header row")
+        return RawRecord(
+            rid,
+            src,
+            kind,
+            reason="malformed_record",
+            original=row,
+            detail=f"{source}: header {header} names no title/body columns; add a header row",
+        )
     rec = RawRecord(rid, src, kind, fixes=fixes, original=row)
     if len(row) == len(header):
         fields = dict(zip(header, row))
         rec.title, rec.body = fields["title"], fields["body"]
     else:
         rec.reason = "misaligned_fields"
-        rec.detail = (f"{src}: {len(row)} fields for the {len(header)}-column header {header}; "
-                      "a shifted row cannot be realigned with confidence -- quote fields containing the delimiter")
+        rec.detail = (
+            f"{src}: {len(row)} fields for the {len(header)}-column header {header}; "
+            "a shifted row cannot be realigned with confidence -- quote fields containing the delimiter"
+        )
     return rec

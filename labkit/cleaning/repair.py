@@ -6,6 +6,7 @@ and `uncurl_quotes` turns `“”` into `""` -- both would rewrite correct
 Chinese text, so both are off.  ftfy is also the slowest step, so it only
 runs when a cheap scan finds characters mojibake is made of.
 """
+
 from __future__ import annotations
 
 import re
@@ -16,11 +17,11 @@ from ftfy.badness import is_bad
 
 FTFY_CONFIG = ftfy.TextFixerConfig(
     fix_character_width=False,  # keep ，：；（） full-width, as Chinese text writes them
-    uncurl_quotes=False,        # keep “” ‘’
-    unescape_html=False,        # entities are the HTML parser's job; plain text may mean "&lt;"
+    uncurl_quotes=False,  # keep “” ‘’
+    unescape_html=False,  # entities are the HTML parser's job; plain text may mean "&lt;"
     remove_control_chars=False,  # strip_controls does it and reports it as its own fix
-    fix_line_breaks=False,      # likewise strip_controls
-    normalization=None,         # NFC happens in normalize_*; "changed" here must mean mojibake
+    fix_line_breaks=False,  # likewise strip_controls
+    normalization=None,  # NFC happens in normalize_*; "changed" here must mean mojibake
     explain=False,
 )
 
@@ -66,10 +67,10 @@ BOILERPLATE = re.compile(  # the definition; drop_furniture runs the equivalent 
 # character occurs -- and only the few cased ones (Copyright, ICP备...) stay re.I.  `_furniture_at`
 # returns the start BOILERPLATE.search would (the leftmost of the two).
 _CASED = [p for p in _PHRASES if any(c.lower() != c.upper() for c in p)]
-_FURN_PLAIN = re.compile("|".join(re.escape(p) for p in _PHRASES if p not in _CASED)
-                         + r"|©|来源[:：]\S{0,12}$|來源[:：]\S{0,12}$")
-_FURN_CASED = re.compile("|".join(re.escape(p) for p in _CASED)
-                         + r"|Copyright|All Rights Reserved|\(c\)\s*\d{4}", re.I)
+_FURN_PLAIN = re.compile(
+    "|".join(re.escape(p) for p in _PHRASES if p not in _CASED) + r"|©|来源[:：]\S{0,12}$|來源[:：]\S{0,12}$"
+)
+_FURN_CASED = re.compile("|".join(re.escape(p) for p in _CASED) + r"|Copyright|All Rights Reserved|\(c\)\s*\d{4}", re.I)
 
 
 def _furniture_at(line: str, cut: int) -> int | None:
@@ -80,7 +81,9 @@ def _furniture_at(line: str, cut: int) -> int | None:
 
 
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
-_CODE_HINT = re.compile(r"function\s*\(|\bvar\s+\w|\bconst\s+\w|\blet\s+\w|=>|document\.|window\.|\}\s*\)|[{};]\s*$|^\s*[.#]?[\w-]+\s*\{")
+_CODE_HINT = re.compile(
+    r"function\s*\(|\bvar\s+\w|\bconst\s+\w|\blet\s+\w|=>|document\.|window\.|\}\s*\)|[{};]\s*$|^\s*[.#]?[\w-]+\s*\{"
+)
 # "．" (full-width) and "." end sentences on sites typed with Western punctuation: a sentence before
 # "编辑：张三" ending in one must be kept like one ending in "。"
 _SENTENCE_END = ("。", "！", "？", "!", "?", "”", "」", "…", "．", ".", "｡")

@@ -8,6 +8,7 @@ on a record that was kept.  Defect kinds (the generator's names, e.g.
 that defect whose outcome is exactly right (same reason, or kept with every
 expected fix).
 """
+
 from __future__ import annotations
 
 from collections import Counter, defaultdict
@@ -61,7 +62,9 @@ def score(labels: list[dict] | str | Path, out_dir) -> dict:
         g = got.get(lab["id"])
         pred = None if g is None else g["reason"] or "clean"
         confusion[(lab["expected"], pred or "missing")] += 1
-        truth_codes = {lab["expected"]} - {"clean"} | (set(lab["expected_fixes"]) if lab["expected"] == "clean" else set())
+        truth_codes = {lab["expected"]} - {"clean"} | (
+            set(lab["expected_fixes"]) if lab["expected"] == "clean" else set()
+        )
         if lab["expected"] == "clean":  # defects the labels carry without naming a fix code
             truth_codes |= {DEFECT_FIXES[d] for d in lab["defects"] if d in DEFECT_FIXES}
         pred_codes = set() if g is None else ({g["reason"]} if g["reason"] else set(g["fixes"]))
@@ -73,12 +76,21 @@ def score(labels: list[dict] | str | Path, out_dir) -> dict:
             by_defect[d]["n"] += 1
             by_defect[d]["ok"] += ok
         if not ok and len(errors) < 50:
-            errors.append({"id": lab["id"], "defects": lab["defects"], "expected": lab["expected"],
-                           "expected_fixes": lab["expected_fixes"], "got": pred,
-                           "fixes": None if g is None else g["fixes"], "detail": None if g is None else g.get("detail")})
+            errors.append(
+                {
+                    "id": lab["id"],
+                    "defects": lab["defects"],
+                    "expected": lab["expected"],
+                    "expected_fixes": lab["expected_fixes"],
+                    "got": pred,
+                    "fixes": None if g is None else g["fixes"],
+                    "detail": None if g is None else g.get("detail"),
+                }
+            )
     correct = sum(_correct(lab, got.get(lab["id"])) for lab in labels)
     return {
-        "records": len(labels), "accuracy": correct / max(1, len(labels)),
+        "records": len(labels),
+        "accuracy": correct / max(1, len(labels)),
         "missing": sum(1 for lab in labels if lab["id"] not in got),
         "unlabelled": len(set(got) - {lab["id"] for lab in labels}),
         "by_code": {c: _prf(v["tp"], v["fp"], v["fn"]) for c, v in sorted(counts.items())},

@@ -9,14 +9,22 @@ with a `max_body`); `duplicate` is decided later, in input order, by `dedup`.
 rejected with the exception as its detail instead of stopping the run.
 Lengths count characters after normalisation; the limits are inclusive.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from labkit.cleaning.extract import extract_article, looks_like_markup, strip_markup
 from labkit.cleaning.readers import RawRecord
-from labkit.cleaning.repair import (drop_furniture, has_damage, is_normalized_line, normalize_body,
-                                    normalize_title, repair_mojibake, strip_controls)
+from labkit.cleaning.repair import (
+    drop_furniture,
+    has_damage,
+    is_normalized_line,
+    normalize_body,
+    normalize_title,
+    repair_mojibake,
+    strip_controls,
+)
 
 _SCRIPTY = {"script", "style", "noscript", "template"}
 _ROWS = ("jsonl", "csv", "tsv")
@@ -93,8 +101,7 @@ def _swapped(title: str | None, body: str | None, limits: Limits) -> bool:
 
 def clean_record(rec: RawRecord, limits: Limits = Limits()) -> Outcome:
     """Decoded record -> extracted, repaired, normalised and validated record."""
-    out = Outcome(rec.id, rec.source, None, None, list(rec.fixes), rec.reason, rec.detail,
-                  rec.original, rec.raw_b64)
+    out = Outcome(rec.id, rec.source, None, None, list(rec.fixes), rec.reason, rec.detail, rec.original, rec.raw_b64)
     if rec.reason:
         return out
     fixes = set(rec.fixes)

@@ -1,4 +1,5 @@
 """`labkit corpus make --n N --seed S --out DIR [--rates k=v,...]`: write a labelled dirty crawl dump."""
+
 from __future__ import annotations
 
 import argparse
@@ -47,8 +48,7 @@ def _make(args: argparse.Namespace) -> int:
         info = write_dump(generate(args.n, args.seed), args.out, args.seed, args.rates)
     except (ValueError, FileExistsError) as exc:
         raise UsageError(str(exc)) from None
-    print(f"wrote {info.n_records} records in {info.n_files} files ({info.n_bytes / 1e6:.1f} MB) "
-          f"to {info.crawl_dir}")
+    print(f"wrote {info.n_records} records in {info.n_files} files ({info.n_bytes / 1e6:.1f} MB) to {info.crawl_dir}")
     print(f"labels: {info.labels_path}  ground truth: {info.articles_path}")
     print(f"a correct cleaner rejects {info.reject_share:.1%}: " + json.dumps(info.expected, ensure_ascii=False))
     return 0
@@ -60,8 +60,14 @@ def register(subparsers) -> None:
     m = sub.add_parser("make", help="write a crawl dump with labelled dirt: DIR/crawl, DIR/labels.jsonl")
     m.add_argument("--n", type=positive_int, required=True, help="number of articles")
     m.add_argument("--seed", type=int, default=0, help="generator seed: same seed, same dump (default 0)")
-    m.add_argument("--out", type=writable_dir, required=True, help="output directory (its crawl/ must be empty or absent)")
-    m.add_argument("--rates", type=rates_arg, default=None,
-                   help="dirt rate overrides, 'name=value,...' or JSON; names: see labkit.corpus.dump.DEFAULT_RATES")
+    m.add_argument(
+        "--out", type=writable_dir, required=True, help="output directory (its crawl/ must be empty or absent)"
+    )
+    m.add_argument(
+        "--rates",
+        type=rates_arg,
+        default=None,
+        help="dirt rate overrides, 'name=value,...' or JSON; names: see labkit.corpus.dump.DEFAULT_RATES",
+    )
     m.set_defaults(func=_make)
     p.set_defaults(func=lambda args: p.print_help() or 2)

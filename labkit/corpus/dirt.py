@@ -4,6 +4,7 @@
 the labels; the functions here only damage text, the way real crawlers and
 exporters do.
 """
+
 from __future__ import annotations
 
 import random
@@ -28,16 +29,18 @@ BOILERPLATE = (
 # what page scripts really look like: analytics snippets and ad loaders
 SCRIPTS_INLINE = (
     '<script type="text/javascript">var _hmt = _hmt || []; _hmt.push(["_trackPageview"]);</script>',
-    '<script>window.dataLayer = window.dataLayer || []; function gtag(){{dataLayer.push(arguments);}}</script>',
+    "<script>window.dataLayer = window.dataLayer || []; function gtag(){{dataLayer.push(arguments);}}</script>",
 )
 SCRIPT_MULTILINE = (
     '<script type="text/javascript">\n'
-    "  var ad_slot = document.getElementById(\"ad-{n}\");\n"
+    '  var ad_slot = document.getElementById("ad-{n}");\n'
     '  if (ad_slot) {{ ad_slot.innerHTML = "<a href=\\"/ad?id={n}\\">广告</a>"; }}\n'
     "  (function(){{ var s = document.createElement('script'); s.async = true; }})();\n"
     "</script>"
 )
-SCRIPT_UPPER = '<SCRIPT LANGUAGE="JavaScript">document.write("<img src=\'/stat.gif?id={n}\'>"); var pv_{n} = 1;</SCRIPT>'
+SCRIPT_UPPER = (
+    '<SCRIPT LANGUAGE="JavaScript">document.write("<img src=\'/stat.gif?id={n}\'>"); var pv_{n} = 1;</SCRIPT>'
+)
 STYLE_BLOCK = "<style>\n.share-bar {{ display: none; }}\n#ad-{n} {{ width: 300px; height: 250px; }}\n</style>"
 
 # C0 controls and DEL that survive JSON/CSV round trips and do not count as
@@ -56,7 +59,7 @@ def add_boilerplate(body: str, rng: random.Random) -> str:
     """Furniture lines before and/or after the article paragraphs."""
     lines = boilerplate_lines(rng, rng.randint(2, 4))
     head = lines[:1] if rng.random() < 0.3 else []
-    return "\n".join(head + [body] + lines[len(head):])
+    return "\n".join(head + [body] + lines[len(head) :])
 
 
 def script_block(kind: str, rng: random.Random) -> str:

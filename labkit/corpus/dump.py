@@ -34,6 +34,7 @@ breaks (so read files line by line, not with splitlines).
 Records with Big5 text are converted to traditional characters first (so they
 are encodable); their ground truth in articles.jsonl stays simplified.
 """
+
 from __future__ import annotations
 
 import random
@@ -42,7 +43,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from labkit.corpus.generator import Article
-from labkit.corpus.layout import Rec, build_records, write_files
+from labkit.corpus.layout import build_records, write_files
+from labkit.corpus.record import Rec
 from labkit.jsonl import read_jsonl, write_jsonl
 
 # Probabilities per record (or per file / per container row where noted).
@@ -52,22 +54,22 @@ DEFAULT_RATES: dict[str, float] = {
     "title_too_short": 0.03,
     "title_too_long": 0.04,
     "body_too_short": 0.03,
-    "replacement_chars": 0.04,   # heavy U+FFFD damage -> mojibake
-    "csv_misaligned": 0.15,      # of CSV rows: too many / too few fields -> misaligned_fields
-    "json_truncated": 0.10,      # of JSONL rows: line cut mid-record -> malformed_record
-    "exact_duplicate": 0.04,     # extra records, as a fraction of the articles
+    "replacement_chars": 0.04,  # heavy U+FFFD damage -> mojibake
+    "csv_misaligned": 0.15,  # of CSV rows: too many / too few fields -> misaligned_fields
+    "json_truncated": 0.10,  # of JSONL rows: line cut mid-record -> malformed_record
+    "exact_duplicate": 0.04,  # extra records, as a fraction of the articles
     "near_duplicate": 0.04,
-    "binary_file": 0.01,         # extra gzip files named .txt -> not_text
+    "binary_file": 0.01,  # extra gzip files named .txt -> not_text
     # repairable (clean records only)
-    "non_utf8": 0.4,             # per file: GBK/GB18030/Big5/UTF-16/UTF-8+BOM instead of UTF-8
-    "meta_charset_lie": 0.3,     # per HTML page: declared charset is wrong
-    "mojibake": 0.06,            # text rows/files: latin-1/cp1252 mojibake -> mojibake_repaired
-    "script": 0.25,              # script/style blocks in the body (half multi-line/upper-case)
+    "non_utf8": 0.4,  # per file: GBK/GB18030/Big5/UTF-16/UTF-8+BOM instead of UTF-8
+    "meta_charset_lie": 0.3,  # per HTML page: declared charset is wrong
+    "mojibake": 0.06,  # text rows/files: latin-1/cp1252 mojibake -> mojibake_repaired
+    "script": 0.25,  # script/style blocks in the body (half multi-line/upper-case)
     "boilerplate": 0.3,
     "control_chars": 0.04,
     "whitespace": 0.1,
-    "csv_swapped": 0.12,         # of clean CSV rows: title and body swapped
-    "extreme_length": 0.005,     # body repeated to 20k-50k chars (still clean: no maximum)
+    "csv_swapped": 0.12,  # of clean CSV rows: title and body swapped
+    "extreme_length": 0.005,  # body repeated to 20k-50k chars (still clean: no maximum)
 }
 
 CONTAINER_SHARES: dict[str, float] = {"csv": 0.2, "html": 0.35, "jsonl": 0.3, "txt": 0.15}
@@ -101,8 +103,9 @@ def resolve_rates(rates: dict[str, float] | None) -> dict[str, float]:
         if not 0.0 <= float(v) <= 1.0:
             raise ValueError(f"dirt rate {k}={v} must be within [0, 1]")
         merged[k] = float(v)
-    rejects = sum(merged[k] for k in ("title_missing", "title_too_short", "title_too_long",
-                                       "body_too_short", "replacement_chars"))
+    rejects = sum(
+        merged[k] for k in ("title_missing", "title_too_short", "title_too_long", "body_too_short", "replacement_chars")
+    )
     if rejects > 0.9:
         raise ValueError(f"record-level reject rates sum to {rejects:.2f}; keep them under 0.9")
     return merged
@@ -130,8 +133,14 @@ def write_dump(articles: list[Article], out_dir, seed: int, rates: dict[str, flo
     if dup_ids:  # a label set with colliding ids could not score a pipeline
         raise AssertionError(f"dump produced colliding record ids: {dup_ids[:5]}")
     return DumpInfo(
-        out_dir=out, crawl_dir=crawl, labels_path=labels_path, articles_path=articles_path,
-        n_articles=len(articles), n_records=len(records), n_files=n_files, n_bytes=n_bytes,
+        out_dir=out,
+        crawl_dir=crawl,
+        labels_path=labels_path,
+        articles_path=articles_path,
+        n_articles=len(articles),
+        n_records=len(records),
+        n_files=n_files,
+        n_bytes=n_bytes,
         expected=dict(Counter(r.expected for r in records)),
         defects=dict(Counter(d.split(":")[0] for r in records for d in r.defects)),
     )

@@ -13,6 +13,7 @@ slot values vary enough that a model has to copy rather than memorise.
     >>> generate(3, seed=0) == arts
     True
 """
+
 from __future__ import annotations
 
 import random
@@ -60,11 +61,25 @@ _JOURNAL = ("自然", "科学", "细胞", "物理评论快报", "自然·通讯"
 
 
 _SIMPLE = {
-    "city": L.CITIES, "product": L.PRODUCTS, "field": L.FIELDS, "event": L.SPORT_EVENTS,
-    "item": L.SPORT_ITEMS, "color": L.WARNING_COLORS, "hazard": L.HAZARDS,
-    "surgery": L.SURGERIES, "checkup": L.CHECKUPS, "disease": L.DISEASES,
-    "subject": L.SUBJECTS, "exhibit": L.EXHIBITS, "film": L.FILMS, "festival": L.FESTIVALS,
-    "crop": L.CROPS, "crime": L.CRIMES, "case": L.CASES, "tree": L.TREES, "journal": _JOURNAL,
+    "city": L.CITIES,
+    "product": L.PRODUCTS,
+    "field": L.FIELDS,
+    "event": L.SPORT_EVENTS,
+    "item": L.SPORT_ITEMS,
+    "color": L.WARNING_COLORS,
+    "hazard": L.HAZARDS,
+    "surgery": L.SURGERIES,
+    "checkup": L.CHECKUPS,
+    "disease": L.DISEASES,
+    "subject": L.SUBJECTS,
+    "exhibit": L.EXHIBITS,
+    "film": L.FILMS,
+    "festival": L.FESTIVALS,
+    "crop": L.CROPS,
+    "crime": L.CRIMES,
+    "case": L.CASES,
+    "tree": L.TREES,
+    "journal": _JOURNAL,
 }
 
 
@@ -80,8 +95,14 @@ class Article:
     category: str = ""
 
     def to_dict(self) -> dict:
-        return {"id": self.id, "title": self.title, "body": self.body, "summary": self.summary,
-                "keywords": list(self.keywords), "category": self.category}
+        return {
+            "id": self.id,
+            "title": self.title,
+            "body": self.body,
+            "summary": self.summary,
+            "keywords": list(self.keywords),
+            "category": self.category,
+        }
 
 
 def _kind_value(kind: str, rng: random.Random) -> str:
@@ -178,8 +199,12 @@ def make_article(article_id: str, rng: random.Random) -> Article:
         body = _body(frame, slots, rng)
         summary = _summary(frame, slots, body, rng)
         keywords = _keywords(frame, slots, body, rng)
-        if (titles and BODY_LEN[0] <= len(body) <= BODY_LEN[1]
-                and SUMMARY_LEN[0] <= len(summary) <= SUMMARY_LEN[1] and len(keywords) >= 3):
+        if (
+            titles
+            and BODY_LEN[0] <= len(body) <= BODY_LEN[1]
+            and SUMMARY_LEN[0] <= len(summary) <= SUMMARY_LEN[1]
+            and len(keywords) >= 3
+        ):
             return Article(article_id, rng.choice(titles), body, summary, keywords, frame.category)
     raise RuntimeError(f"could not generate article {article_id} within length limits")
 

@@ -3,66 +3,25 @@
 `build_records` turns articles into `Rec`s (plus duplicates), drawing at most
 one reject-defect per record and repairable defects only for records that a
 correct pipeline keeps; `write_files` groups them into html/txt/jsonl/csv
-files in mixed encodings and fills in each record's id, file and fixes.
+files in mixed encodings (serialised by `pages`, which says where each record
+landed) and places each record (`Rec.place`: its file, row and id) and its fixes.
 """
+
 from __future__ import annotations
 
 import gzip
 import random
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from labkit.codes import DEFECT_REASONS, ENCODING_FIXES
+from labkit.codes import ENCODING_FIXES
 from labkit.corpus import dirt
 from labkit.corpus.generator import Article
 from labkit.corpus.pages import csv_text, html_page, jsonl_text, txt_file
+from labkit.corpus.record import Rec
 
-ORDER = ("csv", "html", "jsonl", "txt")   # sorted directory names = processing order
+ORDER = ("csv", "html", "jsonl", "txt")  # sorted directory names = processing order
 TEXT_CONTAINERS = ("csv", "jsonl", "txt")
 ROWS_PER_FILE = {"jsonl": 50, "csv": 40}
-
-
-@dataclass
-class Rec:
-    article: Article
-    container: str
-    title: str | None = None
-    body: str = ""
-    defects: list[str] = field(default_factory=list)
-    expected: str = "clean"
-    fixes: set[str] = field(default_factory=set)
-    protected: bool = False          # original of a duplicate: stays clean, comes first
-    is_dup: bool = False
-    variant: str = ""                # title_missing style, misalignment kind
-    file: str = ""
-    id: str = ""
-    row: int = 0
-
-    @property
-    def order_key(self) -> tuple[str, int]:
-        return (self.file, self.row)
-
-    @staticmethod
-    def export_id(rel: str, row: int) -> str:
-        """The id column an export carries for its `row`-th record, e.g. `part-0001-007`."""
-        return f"{rel.split('/')[-1].split('.')[0]}-{row:03d}"
-
-    def place(self, file: str, row: int = 0, id_field: str | None = None) -> None:
-        """Put the record at `file` (row `row` of an export, from 1; 0 for a whole file) and set its id.
-
-        The id rule of the cleaning readers (the labels must match it): the record's own id
-        field when it has one, else the path relative to crawl/, plus `:<row>` for export rows."""
-        self.file, self.row = file, row
-        self.id = id_field or (f"{file}:{row}" if row else file)
-
-    def reject(self, kind: str) -> None:
-        self.defects.append(kind)
-        self.expected = DEFECT_REASONS[kind]
-
-    def label(self) -> dict:
-        return {"id": self.id, "file": self.file, "article_id": self.article.id,
-                "defects": self.defects, "expected": self.expected,
-                "expected_fixes": sorted(self.fixes) if self.expected == "clean" else []}
 
 
 def _weighted(rng: random.Random, weights: dict[str, float]) -> str:
@@ -78,9 +37,13 @@ def build_records(articles: list[Article], rates: dict, shares: dict, rng: rando
         orig.protected = True
         kind = "exact_duplicate" if j < k_exact else "near_duplicate"
         # a later-sorting container (and a later position in it) keeps the original first
-        dup = Rec(orig.article, rng.choice(ORDER[ORDER.index(orig.container):]), orig.title,
-                  orig.body if kind == "exact_duplicate" else dirt.near_duplicate(orig.body, rng),
-                  is_dup=True)
+        dup = Rec(
+            orig.article,
+            rng.choice(ORDER[ORDER.index(orig.container) :]),
+            orig.title,
+            orig.body if kind == "exact_duplicate" else dirt.near_duplicate(orig.body, rng),
+            is_dup=True,
+        )
         dup.defects.append(kind)
         dup.expected = "duplicate"
         recs.append(dup)
@@ -95,7 +58,7 @@ def build_records(articles: list[Article], rates: dict, shares: dict, rng: rando
 def _draw_reject(r: Rec, rates: dict, rng: random.Random) -> None:
     options = ["title_missing", "title_too_short", "title_too_long", "body_too_short", "replacement_chars"]
     if r.container == "txt":
-        options.remove("title_missing")   # a .txt always has a first line
+        options.remove("title_missing")  # a .txt always has a first line
     options += {"csv": ["csv_misaligned"], "jsonl": ["json_truncated"]}.get(r.container, [])
     u, acc = rng.random(), 0.0
     for kind in options:
@@ -107,7 +70,7 @@ def _draw_reject(r: Rec, rates: dict, rng: random.Random) -> None:
     r.reject(kind)
     a = r.article
     if kind == "title_missing":
-        r.title, r.variant = None, rng.choice(("absent", "null", "empty"))
+        r.title, r.title_style = None, rng.choice(("absent", "null", "empty"))
     elif kind == "title_too_short":
         r.title = dirt.short_title(a.title, rng)
     elif kind == "title_too_long":
@@ -117,15 +80,14 @@ def _draw_reject(r: Rec, rates: dict, rng: random.Random) -> None:
     elif kind == "replacement_chars":
         r.body = dirt.replacement_damage(a.body, rng, fraction=rng.uniform(0.15, 0.35))
     elif kind == "csv_misaligned":
-        r.variant = rng.choice(("extra", "missing"))
+        r.misaligned = rng.choice(("extra", "missing"))
 
 
 def _draw_repairable(r: Rec, rates: dict, rng: random.Random) -> None:
     text_like = r.container in TEXT_CONTAINERS
     if r.container == "html":
         r.fixes.add("html_extracted")
-    if (r.container in ("jsonl", "txt") and not (r.protected or r.is_dup)
-            and rng.random() < rates["extreme_length"]):
+    if r.container in ("jsonl", "txt") and not (r.protected or r.is_dup) and rng.random() < rates["extreme_length"]:
         r.body = dirt.extreme_body(r.body, rng)
         r.defects.append("extreme_length")
     if rng.random() < rates["script"]:
@@ -139,7 +101,7 @@ def _draw_repairable(r: Rec, rates: dict, rng: random.Random) -> None:
         r.defects.append("boilerplate")
         r.fixes.add("boilerplate_removed")
     if r.container == "csv" and rng.random() < rates["csv_swapped"]:
-        r.variant = "swapped"
+        r.swapped = True
         r.defects.append("csv_swapped")
         r.fixes.add("fields_swapped")
     if not text_like:
@@ -198,8 +160,7 @@ def _apply_encoding(recs: list[Rec], enc: str) -> None:
             r.fixes.add(ENCODING_FIXES[enc])
 
 
-def write_files(recs: list[Rec], crawl: Path, rates: dict, rng: random.Random,
-                titles: list[str]) -> tuple[int, int]:
+def write_files(recs: list[Rec], crawl: Path, rates: dict, rng: random.Random, titles: list[str]) -> tuple[int, int]:
     """Write every record into crawl/; returns (files, bytes)."""
     n_files = n_bytes = 0
     by = {c: [r for r in recs if r.container == c] for c in ORDER}
@@ -211,12 +172,12 @@ def write_files(recs: list[Rec], crawl: Path, rates: dict, rng: random.Random,
         r.place(f"{c}/{idx:06d}.{c}")
         enc = _pick_encoding(rng, rates, single=True)
         if enc == "big5" and (r.protected or r.is_dup):
-            enc = "gb18030"   # traditional text would no longer match its duplicate
+            enc = "gb18030"  # traditional text would no longer match its duplicate
         text = _single_file_text(r, enc, rates, rng, titles)
         if enc == "big5":
             try:
                 data = text.encode("big5")
-            except UnicodeEncodeError:   # e.g. '©' or mojibake: keep simplified text, use GB18030
+            except UnicodeEncodeError:  # e.g. '©' or mojibake: keep simplified text, use GB18030
                 enc = "gb18030"
                 r.defects = [d for d in r.defects if d != "meta_charset_lie"]
                 text = _single_file_text(r, enc, rates, rng, titles)
@@ -227,10 +188,12 @@ def write_files(recs: list[Rec], crawl: Path, rates: dict, rng: random.Random,
     for c in ("jsonl", "csv"):
         rows, size = by[c], ROWS_PER_FILE[c]
         for k in range(0, len(rows), size):
-            chunk = rows[k:k + size]
+            chunk = rows[k : k + size]
             rel = f"{c}/{'part' if c == 'jsonl' else 'export'}-{k // size + 1:04d}.{c}"
             has_id = rng.random() < 0.7
-            text = (jsonl_text(chunk, rel, has_id, rng) if c == "jsonl" else csv_text(chunk, rel, has_id))
+            text, placed = jsonl_text(chunk, rel, has_id, rng) if c == "jsonl" else csv_text(chunk, rel, has_id)
+            for r, (row, id_field) in zip(chunk, placed, strict=True):
+                r.place(rel, row, id_field)
             data, enc = _encode(text, _pick_encoding(rng, rates, single=False))
             _apply_encoding(chunk, enc)
             n_files, n_bytes = n_files + 1, n_bytes + _write(crawl / rel, data)

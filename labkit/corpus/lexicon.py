@@ -4,6 +4,7 @@ Lists are combined (brand x industry, surname x given name) so that a few
 hundred words give tens of thousands of distinct slot values: a tiny model
 must learn to *copy* slots from the body rather than memorise them.
 """
+
 from __future__ import annotations
 
 CITIES = (
@@ -20,9 +21,7 @@ BRANDS = (
     "百川 鸿图 泰和 永兴 龙腾 华章 嘉禾 明德 信达 领航 盛世 银河"
 ).split()
 
-INDUSTRIES = (
-    "科技 电子 汽车 物流 能源 医药 食品 材料 通信 软件 银行 证券 地产 航空 重工"
-).split()
+INDUSTRIES = ("科技 电子 汽车 物流 能源 医药 食品 材料 通信 软件 银行 证券 地产 航空 重工").split()
 
 SURNAMES = "王 李 张 刘 陈 杨 黄 赵 吴 周 徐 孙 马 朱 胡 郭 何 高 林 罗 郑 梁 谢 宋 唐 许 韩 冯 邓 曹".split()
 
@@ -38,8 +37,7 @@ PRODUCTS = (
 ).split()
 
 FIELDS = (
-    "量子计算 人工智能 新材料 基因编辑 固态电池 深海探测 卫星通信 "
-    "生物医药 氢能 高性能计算 脑机接口 柔性显示"
+    "量子计算 人工智能 新材料 基因编辑 固态电池 深海探测 卫星通信 生物医药 氢能 高性能计算 脑机接口 柔性显示"
 ).split()
 
 TEAM_NAMES = "雄狮 猛虎 飞龙 海鹰 火箭 骏马 蛟龙 苍狼 神鹰 勇士".split()
@@ -50,8 +48,7 @@ SPORT_EVENTS = (
 ).split()
 
 SPORT_ITEMS = (
-    "男子100米 女子200米自由泳 男子单打 女子单打 男子10米气步枪 "
-    "女子跳远 男子双打 女子平衡木 男子铅球 女子3米跳板"
+    "男子100米 女子200米自由泳 男子单打 女子单打 男子10米气步枪 女子跳远 男子双打 女子平衡木 男子铅球 女子3米跳板"
 ).split()
 
 WARNING_COLORS = "蓝色 黄色 橙色 红色".split()
@@ -71,14 +68,10 @@ SUBJECTS = "人工智能 集成电路 临床医学 新能源 数据科学 智能
 
 MUSEUMS = "博物馆 美术馆 图书馆 科技馆 档案馆".split()
 
-EXHIBITS = (
-    "青铜器 敦煌壁画 宋代瓷器 明清书画 丝绸之路文物 古代钱币 "
-    "非遗刺绣 良渚玉器 汉代漆器 民国老照片"
-).split()
+EXHIBITS = ("青铜器 敦煌壁画 宋代瓷器 明清书画 丝绸之路文物 古代钱币 非遗刺绣 良渚玉器 汉代漆器 民国老照片").split()
 
 FILMS = (
-    "长风破浪 山河故人 星河守望 归途 追光者 逆风而行 远方的家 "
-    "千里江山 热血少年 大漠孤烟 城南旧事 海上明月"
+    "长风破浪 山河故人 星河守望 归途 追光者 逆风而行 远方的家 千里江山 热血少年 大漠孤烟 城南旧事 海上明月"
 ).split()
 
 FESTIVALS = "国际音乐节 戏剧节 灯会 美食节 读书节 国际电影节 风筝节 龙舟节".split()

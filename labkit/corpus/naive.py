@@ -6,6 +6,7 @@ strips tags, and one title-length check.  Notebook 01 trains on what this
 returns; the cleaning benchmark races it.  Do not "fix" it here: the fixes
 live in `labkit.cleaning`, and the difference between the two is the lesson.
 """
+
 from __future__ import annotations
 
 import csv
@@ -17,11 +18,11 @@ from pathlib import Path
 
 import chardet
 
-SCRIPT_RE = re.compile(r"<script.*?>.*?</script>")   # the classic: misses multi-line and <SCRIPT>
+SCRIPT_RE = re.compile(r"<script.*?>.*?</script>")  # the classic: misses multi-line and <SCRIPT>
 TAG_RE = re.compile(r"<[^>]+>")
 TITLE_RE = re.compile(r"<title>(.*?)</title>")
 BODY_RE = re.compile(r"<body[^>]*>")
-MAX_TITLE = 100   # the story's only quality check: a title exists and is not absurdly long
+MAX_TITLE = 100  # the story's only quality check: a title exists and is not absurdly long
 
 
 def naive_decode(raw: bytes) -> str:

@@ -1,12 +1,13 @@
-"""Distributed training: who am I (`env`), launching from a notebook (`launch`), audits (`audit`).
+"""Distributed training: who am I (`env`), launching from a notebook (`launcher`), samplers, audits (`audit`).
 
-`labkit.distributed.launch(...)` is the launcher function (the module of the
-same name only imports the standard library, so this stays cheap); import
-helpers with `from labkit.distributed.launch import LaunchError, ...`.
+`from labkit.distributed import launch` is the launcher function; the module that holds it and its
+helpers is `labkit.distributed.launcher` (`from labkit.distributed.launcher import check_devices, ...`).
+Importing this package stays cheap: `launcher` imports no torch.
 """
+
 from __future__ import annotations
 
-from labkit.distributed.launch import LaunchError, LaunchFailed, LaunchResult, LaunchTimeout, launch
+from labkit.distributed.launcher import LaunchError, LaunchFailed, LaunchResult, LaunchTimeout, launch
 
 # The sampler choices live here, not in `samplers` (which imports torch), so the
 # `labkit` CLI can build its parser without loading torch.

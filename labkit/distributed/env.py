@@ -6,6 +6,7 @@ with the same variables (`RANK`, `LOCAL_RANK`, `WORLD_SIZE`, `MASTER_ADDR`,
 makes one entry point run unchanged as a single process, under torchrun on one
 node or many, and under accelerate.
 """
+
 from __future__ import annotations
 
 import os
@@ -27,8 +28,8 @@ class DistEnv:
     local_world_size: int = 1
     master_addr: str | None = None
     master_port: str | None = None
-    launcher: str = "python"      # "torchrun" | "accelerate" | "python"
-    restart_count: int = 0        # torchrun --max-restarts: which attempt this is
+    launcher: str = "python"  # "torchrun" | "accelerate" | "python"
+    restart_count: int = 0  # torchrun --max-restarts: which attempt this is
 
     @property
     def distributed(self) -> bool:
@@ -84,7 +85,9 @@ def read_env(environ: Mapping[str, str] | None = None) -> DistEnv:
     )
 
 
-def check_legacy_local_rank(arg_value: int | None, env: DistEnv, environ: Mapping[str, str] | None = None) -> str | None:
+def check_legacy_local_rank(
+    arg_value: int | None, env: DistEnv, environ: Mapping[str, str] | None = None
+) -> str | None:
     """Warn when a legacy `--local_rank` argument disagrees with the environment.
 
     `python train.py --local_rank=0` looks distributed but is one process: no
@@ -167,8 +170,13 @@ def init(env: DistEnv, device, timeout_s: float = 300.0) -> str | None:
         # "Connection refused" (seen here with gloo).  A per-attempt key prefix
         # keeps each attempt's rendezvous apart.
         agent_store = os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True"
-        store = dist.TCPStore(env.master_addr, int(env.master_port), env.world_size,
-                              is_master=not agent_store and env.rank == 0, timeout=timeout)
+        store = dist.TCPStore(
+            env.master_addr,
+            int(env.master_port),
+            env.world_size,
+            is_master=not agent_store and env.rank == 0,
+            timeout=timeout,
+        )
         kw["store"] = dist.PrefixStore(f"labkit/attempt_{env.restart_count}", store)
         kw.update(rank=env.rank, world_size=env.world_size)
     dist.init_process_group(backend, timeout=timeout, **kw)

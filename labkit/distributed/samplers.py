@@ -8,6 +8,7 @@
 `RecordingSampler` wraps any of them and keeps the order it produced in each
 epoch -- the raw material of the data audit.
 """
+
 from __future__ import annotations
 
 from typing import Iterator

@@ -3,6 +3,7 @@
 The machine checks live in `labkit.doctor.env`; `script` and `log` each live in
 their own module with a `register(doctor_subparsers)`.
 """
+
 from __future__ import annotations
 
 import importlib

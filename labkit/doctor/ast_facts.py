@@ -11,6 +11,7 @@ in the file.  This module collects what the checks need once:
 - the functions/methods defined in the file and who calls them (call graph)
 - "rank-derived" variables (taint from `RANK`, `get_rank()`, `*rank*` names)
 """
+
 from __future__ import annotations
 
 import ast
@@ -63,7 +64,7 @@ def is_const(node: ast.AST | None, *values) -> bool:
 SIMPLE_CALLS = {"int", "str", "get", "getenv", "get_rank", "get_local_rank", "get_global_rank", "get_node_local_rank"}
 
 
-def _simple(node: ast.AST) -> bool:
+def is_simple_value(node: ast.AST) -> bool:
     """A value that can *be* a rank: names, numbers, arithmetic, int(os.environ["RANK"]), a if c else b."""
     for sub in ast.walk(node):
         if isinstance(sub, ast.Call):
@@ -71,7 +72,9 @@ def _simple(node: ast.AST) -> bool:
             name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
             if name not in SIMPLE_CALLS:
                 return False
-        elif isinstance(sub, (ast.Lambda, ast.ListComp, ast.DictComp, ast.SetComp, ast.GeneratorExp, ast.Dict, ast.List)):
+        elif isinstance(
+            sub, (ast.Lambda, ast.ListComp, ast.DictComp, ast.SetComp, ast.GeneratorExp, ast.Dict, ast.List)
+        ):
             return False
     return True
 
@@ -89,6 +92,9 @@ class ScriptFacts:
     calls: list[ast.Call] = field(default_factory=list)
     rank_vars: set[str] = field(default_factory=set)
     imported: set[str] = field(default_factory=set)  # names bound by imports: `torch.save` is not our `save`
+    classes: set[str] = field(default_factory=set)
+    star_imports: set[str] = field(default_factory=set)  # `from timm.utils import *`: modules whose names are unknown
+    memo: dict[str, object] = field(default_factory=dict)  # answers two checks share (e.g. the --local_rank flow)
 
     @classmethod
     def from_source(cls, source: str, path: str = "<script>") -> "ScriptFacts":
@@ -107,11 +113,15 @@ class ScriptFacts:
                     if a.asname:
                         self.aliases[a.asname] = a.name
             elif isinstance(node, ast.ImportFrom) and node.module:
+                if any(a.name == "*" for a in node.names):
+                    self.star_imports.add(node.module)
                 for a in node.names:
                     self.imported.add(a.asname or a.name)
                     self.aliases[a.asname or a.name] = f"{node.module}.{a.name}"
             elif isinstance(node, FuncDef):
                 self.functions.setdefault(node.name, []).append(node)
+            elif isinstance(node, ast.ClassDef):
+                self.classes.add(node.name)
             elif isinstance(node, ast.Call):
                 self.calls.append(node)
         self.calls.sort(key=lambda c: (c.lineno, c.col_offset))
@@ -132,7 +142,7 @@ class ScriptFacts:
                     pairs.append((t, v))
             elif isinstance(a, ast.AnnAssign) and a.value is not None:
                 pairs.append((a.target, a.value))
-        pairs = [(t, v) for t, v in pairs if isinstance(t, (ast.Name, ast.Attribute)) and _simple(v)]
+        pairs = [(t, v) for t, v in pairs if isinstance(t, (ast.Name, ast.Attribute)) and is_simple_value(v)]
         for _ in range(4):
             before = len(self.rank_vars)
             for t, v in pairs:
@@ -285,22 +295,6 @@ def is_ddp(f: ScriptFacts) -> bool:
     )
 
 
-def uses_accelerate(f: ScriptFacts) -> bool:
-    return f.references("Accelerator") or bool(f.calls_named("prepare") and "accelerate" in f.source)
-
-
-def uses_hf_trainer(f: ScriptFacts) -> bool:
-    return bool(re.search(r"\b\w*Trainer\b", f.source)) and f.references(
-        "Trainer", "Seq2SeqTrainer", "SFTTrainer", "TrainingArguments", "Seq2SeqTrainingArguments"
-    ) and ("transformers" in f.source or "trl" in f.source)
-
-
-def uses_lightning(f: ScriptFacts) -> bool:
-    return any(m.split(".")[0] in ("pytorch_lightning", "lightning") for m in f.aliases.values()) or bool(
-        re.search(r"^\s*(import|from)\s+(pytorch_lightning|lightning)\b", f.source, re.M)
-    )
-
-
 def backward_calls(f: ScriptFacts) -> list[ast.Call]:
     return [c for c in f.calls if isinstance(c.func, ast.Attribute) and c.func.attr == "backward"]
 
@@ -318,15 +312,28 @@ def optimizer_steps(f: ScriptFacts) -> list[ast.Call]:
     return out
 
 
+def scaler_steps(f: ScriptFacts) -> list[ast.Call]:
+    """`loss_scaler(loss, optimizer, ...)`: timm's/MAE's NativeScaler runs backward and the step in one call."""
+    out = []
+    for c in f.calls:
+        name = f.call_name(c).split(".")[-1]
+        if "scaler" in name.lower() and len(c.args) >= 2 and "opt" in unparse(c.args[1]).lower():
+            out.append(c)
+    return out
+
+
 def hand_loop(f: ScriptFacts) -> ast.Call | None:
-    """The optimizer step of a hand-written loop (`backward()` then `optimizer.step()`), if any."""
-    steps = optimizer_steps(f)
-    return steps[0] if steps and backward_calls(f) else None
+    """The optimizer step of a hand-written loop (`backward()` then `optimizer.step()`, or a loss
+    scaler called with the loss and the optimizer), if any."""
+    steps = optimizer_steps(f) if backward_calls(f) else []
+    steps = sorted(steps + scaler_steps(f), key=lambda c: (c.lineno, c.col_offset))
+    return steps[0] if steps else None
 
 
 def loader_dataset_is_iterable(f: ScriptFacts, loader: ast.Call) -> bool:
     iterable_classes = {
-        n.name for n in ast.walk(f.tree)
+        n.name
+        for n in ast.walk(f.tree)
         if isinstance(n, ast.ClassDef) and any("IterableDataset" in unparse(b) for b in n.bases)
     }
     ds = loader.args[0] if loader.args else kwarg(loader, "dataset")
@@ -351,10 +358,18 @@ def strings(node: ast.AST) -> list[str]:
 def rank_strided(f: ScriptFacts) -> bool:
     """`data[rank::world_size]`, `range(rank, n, world_size)`, `ds.shard(num_shards=.., index=rank)`."""
     for node in ast.walk(f.tree):
-        if isinstance(node, ast.Slice) and node.step is not None and (
-                f.mentions_rank(node.lower) if node.lower else False):
+        if (
+            isinstance(node, ast.Slice)
+            and node.step is not None
+            and (f.mentions_rank(node.lower) if node.lower else False)
+        ):
             return True
-        if isinstance(node, ast.Call) and unparse(node.func) == "range" and len(node.args) == 3 and f.mentions_rank(node.args[0]):
+        if (
+            isinstance(node, ast.Call)
+            and unparse(node.func) == "range"
+            and len(node.args) == 3
+            and f.mentions_rank(node.args[0])
+        ):
             return True
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "shard":
             return True
@@ -377,10 +392,15 @@ def epoch_loops(f: ScriptFacts) -> list[ast.For]:
 
 def chunks_text(f: ScriptFacts) -> bool:
     """run_clm's `group_texts`: concatenated ids cut into block_size chunks need no truncation."""
-    steps = {unparse(n.args[2]) for n in ast.walk(f.tree)
-             if isinstance(n, ast.Call) and unparse(n.func) == "range" and len(n.args) == 3}
-    return any(isinstance(n, ast.Slice) and n.upper is not None and any(unparse(n.upper).endswith(f"+ {s}") for s in steps)
-               for n in ast.walk(f.tree))
+    steps = {
+        unparse(n.args[2])
+        for n in ast.walk(f.tree)
+        if isinstance(n, ast.Call) and unparse(n.func) == "range" and len(n.args) == 3
+    }
+    return any(
+        isinstance(n, ast.Slice) and n.upper is not None and any(unparse(n.upper).endswith(f"+ {s}") for s in steps)
+        for n in ast.walk(f.tree)
+    )
 
 
 def guarded(f: ScriptFacts, node: ast.AST, seen: set[int] | None = None) -> bool:
@@ -397,8 +417,12 @@ def guarded(f: ScriptFacts, node: ast.AST, seen: set[int] | None = None) -> bool
         return False
     seen.add(id(func))
     for stmt in ast.walk(func):  # `if rank != 0: return` before the save
-        if isinstance(stmt, ast.If) and f.is_rank_test(stmt.test) and stmt.lineno < node.lineno and \
-                any(isinstance(s, ast.Return) for s in stmt.body):
+        if (
+            isinstance(stmt, ast.If)
+            and f.is_rank_test(stmt.test)
+            and stmt.lineno < node.lineno
+            and any(isinstance(s, ast.Return) for s in stmt.body)
+        ):
             return True
     callers = f.callers(func)
     return bool(callers) and all(guarded(f, c, seen) for c in callers)

@@ -4,6 +4,7 @@ Prints one line per check — OK, WARN or FAIL — and for each problem a one-li
 fix.  Exit code 1 when any check FAILs.  Notebook 00 shows the same checks as
 a table (`run_checks()` -> list of `Check`).
 """
+
 from __future__ import annotations
 
 import importlib
@@ -43,7 +44,7 @@ SETUP_FIX = "run `make setup` (or: .venv/bin/pip install -e '.[serve,lab,dev,tri
 @dataclass
 class Check:
     name: str
-    status: str       # OK | WARN | FAIL
+    status: str  # OK | WARN | FAIL
     detail: str
     fix: str = ""
 
@@ -51,8 +52,12 @@ class Check:
 def check_python() -> Check:
     v = sys.version_info
     ok = v >= (3, 11)  # pyproject's requires-python
-    return Check("python", "OK" if ok else "FAIL", platform.python_version(),
-                 "" if ok else "install Python >= 3.11 and recreate .venv")
+    return Check(
+        "python",
+        "OK" if ok else "FAIL",
+        platform.python_version(),
+        "" if ok else "install Python >= 3.11 and recreate .venv",
+    )
 
 
 def check_packages() -> list[Check]:
@@ -96,20 +101,36 @@ def check_torch_build() -> list[Check]:
     checks = []
     cuda_build = torch.version.cuda is not None
     if cuda_build and not nvidia_present():
-        checks.append(Check("torch build", "FAIL", f"{torch.__version__}: a CUDA build on a machine without an NVIDIA GPU",
-                            "pip uninstall -y torch && pip install torch==2.13.0 from the CPU wheel index (see README)"))
+        checks.append(
+            Check(
+                "torch build",
+                "FAIL",
+                f"{torch.__version__}: a CUDA build on a machine without an NVIDIA GPU",
+                "pip uninstall -y torch && pip install torch==2.13.0 from the CPU wheel index (see README)",
+            )
+        )
     else:
-        checks.append(Check("torch build", "OK", f"{torch.__version__} ({'CUDA ' + torch.version.cuda if cuda_build else 'CPU'})"))
+        checks.append(
+            Check("torch build", "OK", f"{torch.__version__} ({'CUDA ' + torch.version.cuda if cuda_build else 'CPU'})")
+        )
     n = torch.cuda.device_count()
     if n:
         from labkit.config import bf16_supported
 
-        checks.append(Check("device", "OK", f"cuda x{n} ({torch.cuda.get_device_name(0)}), bf16={bf16_supported('cuda')}"))
+        checks.append(
+            Check("device", "OK", f"cuda x{n} ({torch.cuda.get_device_name(0)}), bf16={bf16_supported('cuda')}")
+        )
     else:
         checks.append(Check("device", "OK", "cpu (no GPU: the smoke profile is sized for this)"))
     if torch.cuda.is_initialized():
-        checks.append(Check("cuda state", "FAIL", "CUDA is already initialised in this process",
-                            "restart the kernel and launch multi-process runs before touching CUDA"))
+        checks.append(
+            Check(
+                "cuda state",
+                "FAIL",
+                "CUDA is already initialised in this process",
+                "restart the kernel and launch multi-process runs before touching CUDA",
+            )
+        )
     return checks
 
 
@@ -119,11 +140,37 @@ def check_resources() -> list[Check]:
     cores = os.cpu_count() or 1
     mem = psutil.virtual_memory().total / 2**30
     return [
-        Check("cores", "OK" if cores >= 2 else "WARN", str(cores),
-              "" if cores >= 2 else "2-process runs will be slow on 1 core"),
-        Check("memory", "OK" if mem >= 4 else "WARN", f"{mem:.1f} GiB",
-              "" if mem >= 4 else "the smoke profile wants >= 4 GiB"),
+        Check(
+            "cores",
+            "OK" if cores >= 2 else "WARN",
+            str(cores),
+            "" if cores >= 2 else "2-process runs will be slow on 1 core",
+        ),
+        Check(
+            "memory",
+            "OK" if mem >= 4 else "WARN",
+            f"{mem:.1f} GiB",
+            "" if mem >= 4 else "the smoke profile wants >= 4 GiB",
+        ),
+        check_threads(),
     ]
+
+
+def check_threads() -> Check:
+    """The thread policy in force (labkit.threads), and whether other work is already using the cores."""
+    from labkit import threads
+
+    busy = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    policy = threads.describe()
+    if busy >= threads.cores() - 0.5:
+        return Check(
+            "threads",
+            "WARN",
+            f"{policy}; load average {busy:.1f} on {threads.cores()} core(s)",
+            "other processes keep the cores busy: the course runs, slower; keep LABKIT_THREADS unset "
+            "(1 thread per process does not spin-wait for a busy core)",
+        )
+    return Check("threads", "OK", f"{policy}; load average {busy:.1f}")
 
 
 def check_font() -> Check:
@@ -132,8 +179,12 @@ def check_font() -> Check:
     fam = find_cjk_font()
     if fam:
         return Check("CJK font", "OK", fam)
-    return Check("CJK font", "WARN", "none: Chinese plot labels render as boxes",
-                 "apt-get install fonts-wqy-microhei (make setup does it when run as root)")
+    return Check(
+        "CJK font",
+        "WARN",
+        "none: Chinese plot labels render as boxes",
+        "apt-get install fonts-wqy-microhei (make setup does it when run as root)",
+    )
 
 
 def check_kernel() -> Check:
@@ -148,36 +199,62 @@ def check_kernel() -> Check:
     same = exe in ("python", "python3", sys.executable) or Path(exe).resolve() == Path(sys.executable).resolve()
     if same:
         return Check("jupyter kernel", "OK", f"python3 -> {sys.executable}")
-    return Check("jupyter kernel", "FAIL", f"python3 kernel runs {exe}, not {sys.executable}",
-                 f"{sys.executable} -m ipykernel install --sys-prefix --name python3")
+    return Check(
+        "jupyter kernel",
+        "FAIL",
+        f"python3 kernel runs {exe}, not {sys.executable}",
+        f"{sys.executable} -m ipykernel install --sys-prefix --name python3",
+    )
 
 
 def check_torchrun(timeout: int = 90) -> Check:
     """A real 2-process gloo all_reduce under torchrun, judged by each rank's own record."""
     with tempfile.TemporaryDirectory(prefix="labkit-probe-") as tmp:
-        cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-               "-m", "labkit.doctor", "--probe-rank", tmp]
+        cmd = [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc_per_node=2",
+            "-m",
+            "labkit.doctor",
+            "--probe-rank",
+            tmp,
+        ]
         env = {**os.environ, "OMP_NUM_THREADS": "1"}
         env.pop("TORCH_DISTRIBUTED_DEBUG", None)  # DETAIL segfaults on CPU
         for attempt in (1, 2):
             try:
                 proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
             except subprocess.TimeoutExpired:
-                return Check("torchrun x2", "FAIL", f"no result within {timeout}s",
-                             "check that 127.0.0.1 ports are free and no firewall blocks loopback")
+                return Check(
+                    "torchrun x2",
+                    "FAIL",
+                    f"no result within {timeout}s",
+                    "check that 127.0.0.1 ports are free and no firewall blocks loopback",
+                )
             ranks = [json.loads(p.read_text()) for p in sorted(Path(tmp).glob("rank*.json"))]
             done = len(ranks) == 2 and all(r["world_size"] == 2 and r["sum"] == 3 for r in ranks)
             if done:
-                note = "" if proc.returncode == 0 else f" (torchrun exit {proc.returncode} after both ranks finished: the known gloo exit abort)"
-                return Check("torchrun x2", "OK", f"gloo all_reduce on 2 ranks{note}" + (" on retry" if attempt == 2 else ""))
+                note = (
+                    ""
+                    if proc.returncode == 0
+                    else f" (torchrun exit {proc.returncode} after both ranks finished: the known gloo exit abort)"
+                )
+                return Check(
+                    "torchrun x2", "OK", f"gloo all_reduce on 2 ranks{note}" + (" on retry" if attempt == 2 else "")
+                )
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
-        return Check("torchrun x2", "FAIL", f"exit {proc.returncode}: {' | '.join(tail)}"[:300],
-                     "run `labkit doctor env` again; if it persists, see docs/distributed.md")
+        return Check(
+            "torchrun x2",
+            "FAIL",
+            f"exit {proc.returncode}: {' | '.join(tail)}"[:300],
+            "run `labkit doctor env` again; if it persists, see docs/distributed.md",
+        )
 
 
 def run_checks(torchrun: bool = True) -> list[Check]:
-    checks = [check_python(), *check_packages(), *check_torch_build(), *check_resources(),
-              check_font(), check_kernel()]
+    checks = [check_python(), *check_packages(), *check_torch_build(), *check_resources(), check_font(), check_kernel()]
     if torchrun:
         checks.append(check_torchrun())
     return checks
@@ -197,8 +274,9 @@ def _probe_rank(out_dir: str) -> None:
     rank = dist.get_rank()
     t = torch.tensor([rank + 1.0])
     dist.all_reduce(t)
-    Path(out_dir, f"rank{rank}.json").write_text(json.dumps(
-        {"rank": rank, "world_size": dist.get_world_size(), "sum": int(t.item())}))
+    Path(out_dir, f"rank{rank}.json").write_text(
+        json.dumps({"rank": rank, "world_size": dist.get_world_size(), "sum": int(t.item())})
+    )
     dist.destroy_process_group()
 
 
@@ -211,7 +289,6 @@ def _cmd_env(args) -> int:
     bad = [c for c in checks if c.status == "FAIL"]
     print(f"\n{len(checks) - len(bad)} of {len(checks)} checks without failure")
     return 1 if bad else 0
-
 
 
 def register(dsub) -> None:

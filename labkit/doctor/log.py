@@ -16,6 +16,7 @@ Codes, each reported once at the step where it first happened:
 
 Exit 0: nothing found; 1: findings; 2: the path cannot be read or holds no training scalars.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,41 +35,46 @@ from labkit.doctor.log_readers import LOOKED_FOR, LogReadError, Run, finite, rea
 # tests/test_doctor_log.py checks them on noisy decaying runs (several seeds, 5-10%
 # batch noise plus occasional hard batches, every-step and every-10-steps logging)
 # where they stay silent, and on a real labkit run at lr=0.1 without clipping.
-WINDOW = 20               # trailing logged values a spike is measured against
-LOSS_MIN_HISTORY = 1      # a loss never triples in healthy training, not even between the first two logged
+WINDOW = 20  # trailing logged values a spike is measured against
+LOSS_MIN_HISTORY = 1  # a loss never triples in healthy training, not even between the first two logged
 #                           values (a fresh model starts at its highest loss, ~ln(vocab)): the classic
 #                           no-warmup blow-up at step 2 is caught
-GRAD_MIN_HISTORY = 5      # grad norms swing several-fold in the first steps (Adam's moments, warmup): wait for 5
-SPIKE_FACTOR = 3.0        # healthy batch noise is ~5-30% of the loss; a 3x jump is a different run, not noise
-SPIKE_MIN_RISE = 0.5      # ...and at least 0.5 nats above it: near-zero losses (memorised data) triple on noise
-EXPLOSION_FACTOR = 10.0   # grad norms are far noisier than losses (2-3x swings are normal): an order of
+GRAD_MIN_HISTORY = 5  # grad norms swing several-fold in the first steps (Adam's moments, warmup): wait for 5
+SPIKE_FACTOR = 3.0  # healthy batch noise is ~5-30% of the loss; a 3x jump is a different run, not noise
+SPIKE_MIN_RISE = 0.5  # ...and at least 0.5 nats above it: near-zero losses (memorised data) triple on noise
+EXPLOSION_FACTOR = 10.0  # grad norms are far noisier than losses (2-3x swings are normal): an order of
 #                           magnitude.  Applied to the total and, where labkit logged them, to every layer's
 #                           norm (healthy tiny runs: <2x; lr=0.1 without clipping: 17-56x in one layer, while
 #                           the total, diluted by the quiet layers, often stays under 10x)
 NO_WARMUP_FRACTION = 0.95  # first logged lr >= 95% of the peak: a warmup longer than the logging interval shows
 #                           as a first lr well below it (10 steps into 100 of warmup: 10%)
-MIN_LR_POINTS = 3         # one or two logged rates cannot show a schedule
-TREND_MIN_POINTS = 10     # fewer logged losses are too short to call a trend
-TREND_EDGE = 0.1          # "start" and "end" = the mean of the first / last 10% of logged losses...
-TREND_EDGE_MIN = 3        # ...but at least 3 values each, so one noisy batch does not decide
+MIN_LR_POINTS = 3  # one or two logged rates cannot show a schedule
+TREND_MIN_POINTS = 10  # fewer logged losses are too short to call a trend
+TREND_EDGE = 0.1  # "start" and "end" = the mean of the first / last 10% of logged losses...
+TREND_EDGE_MIN = 3  # ...but at least 3 values each, so one noisy batch does not decide
 NOT_DECREASING_RATIO = 0.9  # the end must be at least 10% below the start; healthy runs are far below
 
 # ---- the story's fixes -------------------------------------------------------
-CLIP = ("clip gradients: torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0) before optimizer.step() "
-        "(HF Trainer: max_grad_norm=1.0; labkit: TrainConfig(clip=1.0))")
-WARMUP = ("warm up the learning rate: get_cosine_with_hard_restarts_schedule_with_warmup(optimizer, "
-          "num_warmup_steps=..., num_training_steps=...) (HF Trainer: warmup_ratio=0.1; labkit: warmup_steps=...)")
+CLIP = (
+    "clip gradients: torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0) before optimizer.step() "
+    "(HF Trainer: max_grad_norm=1.0; labkit: TrainConfig(clip=1.0))"
+)
+WARMUP = (
+    "warm up the learning rate: get_cosine_with_hard_restarts_schedule_with_warmup(optimizer, "
+    "num_warmup_steps=..., num_training_steps=...) (HF Trainer: warmup_ratio=0.1; labkit: warmup_steps=...)"
+)
 LOWER_LR = "lower the learning rate (with AdamW it sets the step size whatever the gradient; notebook 06: 0.1 -> 3e-3)"
 TRUNCATE = "truncate inputs: tokenizer(..., truncation=True, max_length=512)"
-LAYERS = ("find the layer that goes first with per-layer grad norms "
-          "(labkit.training.monitor.GradMonitor, notebook 06)")
+LAYERS = "find the layer that goes first with per-layer grad norms (labkit.training.monitor.GradMonitor, notebook 06)"
 FIXES = {
     "non_finite_loss": f"{LOWER_LR}; {CLIP}; {TRUNCATE}; {LAYERS}",
     "loss_spike": f"{CLIP}; {TRUNCATE}; {LOWER_LR}; {LAYERS}",
     "grad_norm_explosion": f"{CLIP}; {LOWER_LR}; {LAYERS}",
     "no_warmup": WARMUP,
-    "loss_not_decreasing": (f"if the loss spiked or oscillated, {LOWER_LR} and add warmup; if it is flat from the "
-                            f"start, check the learning rate is not ~0 and the labels are not all masked (-100)"),
+    "loss_not_decreasing": (
+        f"if the loss spiked or oscillated, {LOWER_LR} and add warmup; if it is flat from the "
+        f"start, check the learning rate is not ~0 and the labels are not all masked (-100)"
+    ),
 }
 ORDER = list(FIXES)
 
@@ -76,7 +82,7 @@ ORDER = list(FIXES)
 @dataclass
 class Finding:
     path: str
-    line: int      # the step, under the name `labkit doctor script` uses
+    line: int  # the step, under the name `labkit doctor script` uses
     step: int
     code: str
     message: str
@@ -112,9 +118,16 @@ def _grad_explosion(run: Run) -> tuple[int, str] | None:
         jump = _jump(points, EXPLOSION_FACTOR, GRAD_MIN_HISTORY)
         if jump:
             s, v, med, n = jump
-            events.append((s, v / med, layer, f"gradient norm{of} {_g(v)} at step {s} is {v / med:.1f}x the median "
-                                              f"{_g(med)} of the {n} logged values before it "
-                                              f"(threshold {EXPLOSION_FACTOR:g}x)"))
+            events.append(
+                (
+                    s,
+                    v / med,
+                    layer,
+                    f"gradient norm{of} {_g(v)} at step {s} is {v / med:.1f}x the median "
+                    f"{_g(med)} of the {n} logged values before it "
+                    f"(threshold {EXPLOSION_FACTOR:g}x)",
+                )
+            )
     if not events:
         return None
     first = min(e[0] for e in events)
@@ -136,14 +149,20 @@ def diagnose(run: Run) -> list[Finding]:
         found["non_finite_loss"] = (bad[0], f"the logged loss is {bad[1]} at step {bad[0]}")
     elif run.nonfinite_steps:
         s = run.nonfinite_steps[0]
-        found["non_finite_loss"] = (s, f"labkit's trainer recorded a non-finite loss or gradient at step {s} "
-                                       f"(TensorBoard tag nonfinite/events) that the logged values do not show")
+        found["non_finite_loss"] = (
+            s,
+            f"labkit's trainer recorded a non-finite loss or gradient at step {s} "
+            f"(TensorBoard tag nonfinite/events) that the logged values do not show",
+        )
 
     spike = _jump(loss, SPIKE_FACTOR, LOSS_MIN_HISTORY, SPIKE_MIN_RISE)
     if spike:
         s, v, med, n = spike
-        found["loss_spike"] = (s, f"loss {_g(v)} at step {s} is {v / med:.1f}x the median {_g(med)} of "
-                                  f"the {n} logged values before it (threshold {SPIKE_FACTOR:g}x)")
+        found["loss_spike"] = (
+            s,
+            f"loss {_g(v)} at step {s} is {v / med:.1f}x the median {_g(med)} of "
+            f"the {n} logged values before it (threshold {SPIKE_FACTOR:g}x)",
+        )
     explosion = _grad_explosion(run)
     if explosion:
         found["grad_norm_explosion"] = explosion
@@ -153,8 +172,11 @@ def diagnose(run: Run) -> list[Finding]:
         peak = max(v for _, v in rates)
         s0, first = rates[0]
         if peak > 0 and first >= NO_WARMUP_FRACTION * peak:
-            found["no_warmup"] = (s0, f"the first logged learning rate ({_g(first)} at step {s0}) is already the "
-                                      f"run's peak {_g(peak)}: no warmup")
+            found["no_warmup"] = (
+                s0,
+                f"the first logged learning rate ({_g(first)} at step {s0}) is already the "
+                f"run's peak {_g(peak)}: no warmup",
+            )
 
     fl = finite(loss)
     if len(fl) >= TREND_MIN_POINTS and loss and math.isfinite(loss[-1][1]):
@@ -163,8 +185,10 @@ def diagnose(run: Run) -> list[Finding]:
         end = statistics.fmean(v for _, v in fl[-k:])
         if end > NOT_DECREASING_RATIO * start:
             found["loss_not_decreasing"] = (
-                fl[-1][0], f"the mean loss of the last {k} logged values ({_g(end)}, to step {fl[-1][0]}) is not "
-                           f"below {NOT_DECREASING_RATIO:g}x the mean of the first {k} ({_g(start)})")
+                fl[-1][0],
+                f"the mean loss of the last {k} logged values ({_g(end)}, to step {fl[-1][0]}) is not "
+                f"below {NOT_DECREASING_RATIO:g}x the mean of the first {k} ({_g(start)})",
+            )
 
     out = [Finding(run.path, s, s, code, msg, FIXES[code]) for code, (s, msg) in found.items()]
     return sorted(out, key=lambda f: (f.step, ORDER.index(f.code)))
@@ -173,6 +197,29 @@ def diagnose(run: Run) -> list[Finding]:
 def check(path: str) -> list[Finding]:
     """Findings for every run under `path` (LogReadError if it cannot be read or has no training scalars)."""
     return [f for run in read_runs(path) for f in diagnose(run)]
+
+
+OPTIMIZER_DOMINATES = 0.4  # AdamW's two moments are half of fp32 weights + gradients + states (8P of 16P)
+
+
+def memory_note(run: Run) -> str | None:
+    """What one rank held (labkit rank reports), and when the optimizer states dominate it, what shards them."""
+    m = run.memory
+    if not m:
+        return None
+    mb = 2**20
+    share = m["optimizer"] / m["total"]
+    text = (
+        f"{run.path}: per-rank state {m['params'] / mb:.1f} MB parameters + {m['grads'] / mb:.1f} MB gradients + "
+        f"{m['optimizer'] / mb:.1f} MB optimizer = {m['total'] / mb:.1f} MB ({m['strategy']}, {m['world']} rank(s))"
+    )
+    if share < OPTIMIZER_DOMINATES:
+        return text
+    text += f"; the optimizer states are {share:.0%} of it"
+    if m["strategy"] == "fsdp":
+        return text + f", already sharded over {m['world']} ranks"
+    more = "every rank holds all of them" if m["world"] > 1 else "one process holds all of them"
+    return text + f" and {more}: --strategy fsdp divides them (and the rest) by the number of ranks (notebook 09)"
 
 
 def format_text(findings: list[Finding]) -> str:
@@ -188,29 +235,47 @@ def _cmd_log(args) -> int:
     findings = [f for run in runs for f in diagnose(run)]
     if args.format == "json":
         print(json.dumps([asdict(f) for f in findings], ensure_ascii=False, indent=1))
-    elif findings:
+        return 1 if findings else 0
+    if findings:
         print(format_text(findings))
     else:
         for run in runs:
-            print(f"{run.path}: no findings ({len(run.loss)} losses, {len(run.grad_norm)} grad norms, "
-                  f"{len(run.lr)} learning rates logged)")
+            print(
+                f"{run.path}: no findings ({len(run.loss)} losses, {len(run.grad_norm)} grad norms, "
+                f"{len(run.lr)} learning rates logged)"
+            )
+    for run in runs:  # a fact about the run, not a finding: it never changes the exit code
+        note = memory_note(run)
+        if note:
+            print(note)
     return 1 if findings else 0
 
 
 def register(dsub) -> None:
     p = dsub.add_parser(
-        "log", help="find loss spikes, exploding gradients, NaN, missing warmup in a run's logs",
+        "log",
+        help="find loss spikes, exploding gradients, NaN, missing warmup in a run's logs",
         description=__doc__.split("\n", 1)[1].strip().replace("`", ""),
-        epilog=(f"Thresholds: a loss spike is > {SPIKE_FACTOR:g}x the median of the previous {WINDOW} logged losses; "
-                f"a grad-norm explosion > {EXPLOSION_FACTOR:g}x the median of the previous {WINDOW} grad norms "
-                f"(after {GRAD_MIN_HISTORY}) or NaN/inf; no warmup: first lr >= {NO_WARMUP_FRACTION:g}x the peak; "
-                f"not decreasing: mean of the last {TREND_EDGE:.0%} of losses > {NOT_DECREASING_RATIO:g}x the mean "
-                f"of the first {TREND_EDGE:.0%}.\nA folder is searched for {LOOKED_FOR}."),
-        formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("path", metavar="PATH",
-                   help="a trainer_state.json, an HF checkpoint or output dir (the latest checkpoint-* is read), "
-                        "a labkit run folder (labkit train --out), or a folder of TensorBoard event files")
-    p.add_argument("--format", choices=("text", "json"), default="text",
-                   help="text: one 'PATH:step N: code: message — fix: ...' line per finding (default); "
-                        "json: a list of {path, line, step, code, message, fix} (line = step)")
+        epilog=(
+            f"Thresholds: a loss spike is > {SPIKE_FACTOR:g}x the median of the previous {WINDOW} logged losses; "
+            f"a grad-norm explosion > {EXPLOSION_FACTOR:g}x the median of the previous {WINDOW} grad norms "
+            f"(after {GRAD_MIN_HISTORY}) or NaN/inf; no warmup: first lr >= {NO_WARMUP_FRACTION:g}x the peak; "
+            f"not decreasing: mean of the last {TREND_EDGE:.0%} of losses > {NOT_DECREASING_RATIO:g}x the mean "
+            f"of the first {TREND_EDGE:.0%}.\nA folder is searched for {LOOKED_FOR}."
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "path",
+        metavar="PATH",
+        help="a trainer_state.json, an HF checkpoint or output dir (the latest checkpoint-* is read), "
+        "a labkit run folder (labkit train --out), or a folder of TensorBoard event files",
+    )
+    p.add_argument(
+        "--format",
+        choices=("text", "json"),
+        default="text",
+        help="text: one 'PATH:step N: code: message — fix: ...' line per finding (default); "
+        "json: a list of {path, line, step, code, message, fix} (line = step)",
+    )
     p.set_defaults(func=_cmd_log)

@@ -16,6 +16,7 @@ Three sources, tried in this order for a folder:
   (`train/loss`, `train/lr`, `grad_norm/total`, `grad_norm_layer/<layer>`,
   `nonfinite/events`).
 """
+
 from __future__ import annotations
 
 import json
@@ -30,12 +31,14 @@ Points = list[tuple[int, float]]
 LOSS_TAGS = ("train/loss", "loss")
 LR_TAGS = ("train/learning_rate", "train/lr", "learning_rate", "lr")
 GRAD_TAGS = ("train/grad_norm", "grad_norm/total", "grad_norm")
-LAYER_PREFIX = "grad_norm_layer/"    # labkit: one series per layer (labkit.training.monitor)
-NONFINITE_TAG = "nonfinite/events"   # labkit: running count of non-finite steps (catches unlogged steps)
+LAYER_PREFIX = "grad_norm_layer/"  # labkit: one series per layer (labkit.training.monitor)
+NONFINITE_TAG = "nonfinite/events"  # labkit: running count of non-finite steps (catches unlogged steps)
 
-LOOKED_FOR = ("trainer_state.json (log_history rows with a loss), checkpoint-*/trainer_state.json, "
-              "ranks/rank0.json with a history (labkit train), or TensorBoard event files with a loss or "
-              "grad-norm scalar (train/loss, train/grad_norm, grad_norm/total)")
+LOOKED_FOR = (
+    "trainer_state.json (log_history rows with a loss), checkpoint-*/trainer_state.json, "
+    "ranks/rank0.json with a history (labkit train), or TensorBoard event files with a loss or "
+    "grad-norm scalar (train/loss, train/grad_norm, grad_norm/total)"
+)
 
 
 class LogReadError(Exception):
@@ -44,12 +47,14 @@ class LogReadError(Exception):
 
 @dataclass
 class Run:
-    path: str                       # what was read: a file, or a TensorBoard event directory
+    path: str  # what was read: a file, or a TensorBoard event directory
     loss: Points = field(default_factory=list)
     lr: Points = field(default_factory=list)
     grad_norm: Points = field(default_factory=list)
-    layer_grad_norms: dict[str, Points] = field(default_factory=dict)   # labkit's per-layer series, if logged
+    layer_grad_norms: dict[str, Points] = field(default_factory=dict)  # labkit's per-layer series, if logged
     nonfinite_steps: list[int] = field(default_factory=list)
+    # labkit rank reports: what one rank held after its first update (strategy, world, params/grads/optimizer bytes)
+    memory: dict | None = None
 
     @property
     def has_scalars(self) -> bool:
@@ -92,6 +97,10 @@ def from_rank_report(path: Path, data: dict) -> Run:
     run = Run(str(path))
     for key, series in (("loss", run.loss), ("lr", run.lr), ("grad_norm", run.grad_norm)):
         series.extend((int(s), _num(v)) for s, v in zip(steps, h.get(key) or []) if _num(v) is not None)
+    b = data.get("state_bytes") or {}
+    if all(_num(b.get(k)) is not None for k in ("params", "grads", "optimizer", "total")) and b["total"] > 0:
+        world = (data.get("env") or {}).get("world_size") or 1
+        run.memory = {"strategy": data.get("strategy", "ddp"), "world": int(world), **{k: b[k] for k in b}}
     return run
 
 
@@ -111,7 +120,7 @@ def from_tensorboard(path: Path) -> Run:
 
     run.loss, run.lr, run.grad_norm = series(LOSS_TAGS), series(LR_TAGS), series(GRAD_TAGS)
     for tag in sorted(t for t in tags if t.startswith(LAYER_PREFIX)):
-        run.layer_grad_norms[tag[len(LAYER_PREFIX):]] = [(int(e.step), float(e.value)) for e in acc.Scalars(tag)]
+        run.layer_grad_norms[tag[len(LAYER_PREFIX) :]] = [(int(e.step), float(e.value)) for e in acc.Scalars(tag)]
     if NONFINITE_TAG in tags:
         run.nonfinite_steps = [int(e.step) for e in acc.Scalars(NONFINITE_TAG)]
     return run
@@ -142,8 +151,9 @@ def read_runs(path: str | Path) -> list[Run]:
         elif p.suffix == ".json":
             runs = [_read_json_file(p)]
         else:
-            raise LogReadError(f"{p}: not a trainer_state.json, rank report or TensorBoard event file; "
-                               f"pass the file or its folder")
+            raise LogReadError(
+                f"{p}: not a trainer_state.json, rank report or TensorBoard event file; pass the file or its folder"
+            )
     else:
         runs = _read_folder(p)
     runs = [r for r in runs if r.has_scalars]

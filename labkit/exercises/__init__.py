@@ -5,12 +5,18 @@ or prints `❌ fail: <hint>` and raises `AssertionError(<hint>)` -- the learner 
 autograder (nbgrader, the headless course run) sees a failure. An untouched placeholder (`...`, `None`,
 `NotImplementedError`) always fails: no check can pass on an unsolved exercise.
 
-Multiple-choice questions go through `quiz(...)`: every option carries its explanation, so a wrong
-answer tells the learner *why* it is wrong (like the Hugging Face course quizzes).
+Multiple-choice questions are `Quiz` objects (`EX3 = Quiz("B", {...})`, called by `ex3`): every option carries
+the label the notebook shows and its explanation, so a wrong answer tells the learner *why* it is wrong (like the
+Hugging Face course quizzes). `correct` with several letters (`"AC"`) makes a multiple-select question: the learner
+answers `"A, C"`, `"AC"` or `{"A", "C"}`; each wrong pick gets its explanation, each right option left out its own
+`missed` hint (which names the idea, not the letter).
 """
+
 from __future__ import annotations
 
-from typing import Callable
+import re
+from dataclasses import dataclass, field
+from typing import Callable, Mapping
 
 UNANSWERED = "not answered yet: replace the `...` placeholder in the cell above with your answer and run it again"
 
@@ -49,12 +55,80 @@ def call(fn: Callable, *args, **kwargs):
         fail(f"your function raised {type(exc).__name__}: {exc}")
 
 
-def quiz(answer, correct: str, options: dict[str, str]) -> bool:
-    """A multiple-choice check: `options` maps each letter to its explanation (the right one included)."""
+@dataclass(frozen=True)
+class Choice:
+    """One option: the `label` the notebook shows, `why` it is right or wrong (printed when picked), and for a
+    right option of a multiple-select question the hint printed when the learner leaves it out."""
+
+    label: str
+    why: str
+    missed: str = ""
+
+
+def _choice(option: str | Choice) -> Choice:
+    return option if isinstance(option, Choice) else Choice("", option)
+
+
+def _letters(answer, options: Mapping) -> list[str]:
+    """The letters an answer names: "c", " C ", "C.", "A, C", "A and C", "AC", {"A", "C"}, ["a", "c"]."""
+    if isinstance(answer, (set, frozenset, list, tuple)):
+        tokens = [str(a) for a in answer]
+    else:
+        tokens = re.findall(r"[A-Za-z]+", str(answer))
+        tokens = [t for t in tokens if t.lower() not in ("and", "or")]
+    letters: list[str] = []
+    for t in tokens:
+        t = t.strip().upper().rstrip(".)").lstrip("(")
+        if t and all(ch in options for ch in t):
+            letters += [ch for ch in t if ch not in letters]
+        else:
+            fail(f"{t or answer!r} is not an option: answer with letters among {', '.join(sorted(options))}")
+    if not letters:
+        fail(f"answer with letters among {', '.join(sorted(options))}")
+    return letters
+
+
+def quiz(answer, correct: str, options: Mapping[str, str | Choice]) -> bool:
+    """A multiple-choice check: `options` maps each letter to its explanation (a `str`) or a `Choice`; `correct`
+    holds one letter (single choice) or several (multiple select: every right letter, no wrong one)."""
     answered(answer)
-    a = str(answer).strip().upper()[:1]
-    if a not in options:
-        fail(f"answer with one of {', '.join(sorted(options))}")
-    if a != correct:
-        fail(f"{a} is not it. {options[a]}")
-    return passed(f"{a}. {options[a]}")
+    opts = {k: _choice(v) for k, v in options.items()}
+    right = list(dict.fromkeys(correct.upper()))
+    got = _letters(answer, opts)
+    if len(right) == 1:
+        if len(got) > 1:
+            fail(f"pick one letter: this question has one right answer (you gave {', '.join(got)})")
+        a = got[0]
+        if a != right[0]:
+            fail(f"{a} is not it. {opts[a].why}")
+        return passed(f"{a}. {opts[a].why}")
+    wrong = [a for a in got if a not in right]
+    if wrong:
+        fail(" ".join(f"{a} is not one of them: {opts[a].why}" for a in sorted(wrong)))
+    missing = [a for a in right if a not in got]
+    if missing:
+        n = len(missing)
+        fail(
+            f"right so far, but {n} more statement{'s are' if n > 1 else ' is'} true: "
+            + " ".join(opts[a].missed or "reread the options you left out" for a in missing)
+        )
+    return passed(", ".join(right) + ". " + " ".join(opts[a].why for a in right))
+
+
+@dataclass(frozen=True)
+class Quiz:
+    """A multiple-choice exercise: call it with the learner's answer (`nb05.ex3("A, D")`)."""
+
+    correct: str
+    options: Mapping[str, Choice] = field(default_factory=dict)
+
+    def __call__(self, answer) -> bool:
+        return quiz(answer, self.correct, self.options)
+
+    @property
+    def multi(self) -> bool:
+        return len(self.correct) > 1
+
+    def markdown(self) -> str:
+        """The option line the notebook shows: `**A.** label  **B.** label ...`."""
+        return "  ".join(f"**{k}.** {_choice(v).label}" for k, v in sorted(self.options.items()))

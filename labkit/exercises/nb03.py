@@ -1,36 +1,67 @@
-"""Notebook 03 (memory and accumulation): what fits a 24 GB card, token-weighted accumulation, a question."""
+"""Notebook 03 (memory and accumulation): what fits a card, token-weighted accumulation, a question."""
+
 from __future__ import annotations
 
+import functools
 import math
 
-from labkit.exercises import answered, call, fail, passed, quiz
+from labkit.exercises import Choice, Quiz, answered, call, fail, passed
 
 GB = 2**30
+CARDS = (24, 40, 48, 80)  # card sizes in GB (GiB) the check plans for; 24 is the one the notebook prints
+BATCH = 16
 
 
-def reference_24gb(alpha: float) -> tuple[int, int]:
-    """(largest micro-batch, accumulation steps for batch 16) for T5-large, 512/64 tokens, 24 GB x 0.95."""
+@functools.lru_cache(maxsize=1)
+def _t5_large():
     from labkit.model import count_parameters, model_config
     from labkit.training import memory as mm
 
-    P = count_parameters("t5-large", 32128)
-    shape = mm.Shape.of(model_config("t5-large", 32128))
-    fit = mm.largest_fitting_batch(shape, P, 512, 64, alpha, 24 * GB * 0.95)
-    return fit, (math.ceil(16 / fit) if fit else 0)
+    return count_parameters("t5-large", 32128), mm.Shape.of(model_config("t5-large", 32128))
 
 
-def ex1(fit_24gb, accum_24gb, alpha: float) -> bool:
-    """The largest T5-large micro-batch on a 24 GB card, and the accumulation steps that make batch 16."""
-    answered(fit_24gb)
-    answered(accum_24gb)
-    fit, acc = reference_24gb(alpha)
-    if int(fit_24gb) != fit:
-        hint = ("use the same 5% margin as the 16 GB cell: budget = 24 * GB * 0.95" if abs(int(fit_24gb) - fit) == 1
-                else "call mm.largest_fitting_batch(large, P_large, 512, 64, alpha, budget) with budget = 24 * GB * 0.95")
-        fail(f"fit_24gb = {fit_24gb}, the memory model says {fit}: {hint}")
-    if int(accum_24gb) != acc:
-        fail(f"accum_24gb = {accum_24gb}: batch 16 needs ceil(16 / {fit}) = {acc} micro-batches of {fit}")
-    return passed(f"{fit} sequences per step fit 24 GB; batch 16 = {fit} x {acc} accumulation steps")
+def reference_plan(alpha: float, card_gb: float, budget_per_gb: float = GB * 0.95) -> tuple[int, int]:
+    """(largest micro-batch, accumulation steps for batch 16) for T5-large, 512/64 tokens, on a `card_gb` card."""
+    from labkit.training import memory as mm
+
+    P, shape = _t5_large()
+    fit = mm.largest_fitting_batch(shape, P, 512, 64, alpha, card_gb * budget_per_gb)
+    return fit, (math.ceil(BATCH / fit) if fit else 0)
+
+
+def _pair(got) -> tuple[int, int]:
+    answered(got)
+    if not (isinstance(got, (tuple, list)) and len(got) == 2):
+        fail(f"plan_for(card_gb) should return a (micro_batch, accumulation_steps) pair, got {got!r}")
+    try:
+        return int(got[0]), int(got[1])
+    except (TypeError, ValueError):
+        fail(f"plan_for(card_gb) should return two whole numbers, got {got!r}")
+
+
+def ex1(plan_for, alpha: float) -> bool:
+    """`plan_for(card_gb)`: the largest T5-large micro-batch on a card of that size (5% margin), and the accumulation
+    steps that make batch 16 -- checked on 24, 40, 48 and 80 GB cards with the notebook's fitted `alpha`."""
+    for card in CARDS:
+        fit, acc = _pair(call(plan_for, card))
+        want_fit, want_acc = reference_plan(alpha, card)
+        if fit != want_fit:
+            if fit == reference_plan(alpha, card, GB)[0]:
+                hint = f"that is the whole card: keep the 5% margin, budget = {card} * GB * 0.95"
+            elif fit in (reference_plan(alpha, card, 1e9 * 0.95)[0], reference_plan(alpha, card, 1e9)[0]):
+                hint = f"GB here is 2**30 bytes (GiB, as in section 3), not 1e9: budget = {card} * GB * 0.95"
+            else:
+                hint = f"mm.largest_fitting_batch(large, P_large, 512, 64, alpha, {card} * GB * 0.95)"
+            fail(f"plan_for({card}) says micro-batch {fit}, the memory model says {want_fit}: {hint}")
+        if acc != want_acc:
+            if acc == BATCH // fit:
+                fail(
+                    f"plan_for({card}): {BATCH} // {fit} = {acc} rounds down, and {acc} x {fit} < {BATCH}: batch "
+                    f"{BATCH} needs ceil({BATCH} / {fit}) = {want_acc} micro-batches"
+                )
+            fail(f"plan_for({card}): batch {BATCH} needs ceil({BATCH} / {fit}) = {want_acc} micro-batches of {fit}")
+    fit, acc = reference_plan(alpha, 24)
+    return passed(f"{fit} sequences per step fit 24 GB; batch {BATCH} = {fit} x {acc} accumulation steps")
 
 
 # three micro-batches: mean token loss and number of target tokens in each
@@ -41,22 +72,57 @@ def ex2(window_loss) -> bool:
     """Combine micro-batch mean losses so the result equals one big batch's mean token loss."""
     got = call(window_loss, LOSSES, TOKENS)
     answered(got)
+    try:
+        got = float(got)
+    except (TypeError, ValueError):
+        fail(f"window_loss should return a number, got {type(got).__name__}")
     want = sum(l * n for l, n in zip(LOSSES, TOKENS)) / sum(TOKENS)
     naive = sum(LOSSES) / len(LOSSES)
-    if abs(float(got) - naive) < 1e-9:
-        fail(f"{got:.3f} is the plain mean of the micro-batch losses (loss / grad_accum): it gives a 4-token batch "
-             "the same weight as a 30-token one. Weight each loss by its share of the window's tokens")
-    if abs(float(got) - want) > 1e-6:
+    if abs(got - naive) < 1e-9:
+        fail(
+            f"{got:.3f} is the plain mean of the micro-batch losses (loss / grad_accum): it gives a 4-token batch "
+            "the same weight as a 30-token one. Weight each loss by its share of the window's tokens"
+        )
+    if abs(got - sum(l * n for l, n in zip(LOSSES, TOKENS))) < 1e-9:
+        fail(
+            f"{got:g} is the summed token loss of the window: divide by the window's {sum(TOKENS)} tokens to get the "
+            "mean one big batch reports"
+        )
+    if abs(got - sum(LOSSES)) < 1e-9:
+        fail(f"{got:g} is the sum of the micro-batch means: weight each by its tokens and divide by all the tokens")
+    if abs(got - want) > 1e-6:
         fail(f"got {got}, expected {want:.4f} = sum(loss_i * tokens_i) / sum(tokens_i)")
     return passed(f"{want:.4f} -- the big batch's mean token loss (the plain mean would say {naive:.4f})")
 
 
+EX3 = Quiz(
+    "ACD",
+    {
+        "A": Choice(
+            "the fp32 weights, 4 bytes per parameter",
+            "Right: 4 bytes per parameter in fp32, whatever the batch.",
+            missed="one statement you left out is about what the model itself takes (section 3's static part).",
+        ),
+        "B": Choice(
+            "the activations the forward pass keeps for backward",
+            "Activations grow with batch x sequence length (and the attention scores with its square) -- that is what "
+            "the fitted alpha scales, and what micro-batching and accumulation shrink.",
+        ),
+        "C": Choice(
+            "the gradients, 4 bytes per parameter",
+            "Right: one fp32 gradient per parameter, 4 bytes, whatever the batch.",
+            missed="one statement you left out is about what backward writes for every parameter.",
+        ),
+        "D": Choice(
+            "AdamW's two moments, 8 bytes per parameter",
+            "Right: exp_avg and exp_avg_sq, 4 bytes each. With the weights and gradients: 16 bytes per parameter, "
+            "~11 GB for T5-large's 738M parameters before a single activation.",
+            missed="one statement you left out is about what the optimizer keeps for every parameter.",
+        ),
+    },
+)
+
+
 def ex3(answer) -> bool:
-    """Bytes per parameter for fp32 weights + gradients + AdamW states."""
-    return quiz(answer, "C", {
-        "A": "4 bytes is the fp32 weight alone; training also keeps a gradient and two Adam moments per parameter.",
-        "B": "8 bytes counts weights and gradients but forgets AdamW's two moment estimates (exp_avg, exp_avg_sq).",
-        "C": "Right: 4 (weight) + 4 (gradient) + 8 (two fp32 moments) = 16 bytes, ~11 GB for T5-large's 738M "
-             "parameters before a single activation.",
-        "D": "12 bytes would be weights + gradients + *one* moment; AdamW keeps two.",
-    })
+    """Which parts of a training step's memory grow with the number of parameters, not the batch? (select all)"""
+    return EX3(answer)

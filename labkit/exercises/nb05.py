@@ -1,32 +1,100 @@
 """Notebook 05 (samplers and seeds): add the missing set_epoch, count what DistributedSampler pads, a question."""
+
 from __future__ import annotations
 
-from labkit.exercises import answered, call, fail, passed, quiz
+from labkit.exercises import Choice, Quiz, answered, call, fail, passed
+
+N_EXAMPLES, WORLD, EPOCHS = 48, 2, 3
 
 
-def _samplers(n: int, world: int, seed: int = 0):
+def _samplers(n: int, world: int, seed: int = 0, watched: bool = False):
+    """One DistributedSampler per rank; `watched` wraps each so the check sees when set_epoch was called."""
     from torch.utils.data import DistributedSampler
 
-    return [DistributedSampler(range(n), num_replicas=world, rank=r, shuffle=True, seed=seed) for r in range(world)]
+    samplers = [DistributedSampler(range(n), num_replicas=world, rank=r, shuffle=True, seed=seed) for r in range(world)]
+    if not watched:
+        return samplers
+    from labkit.distributed.samplers import RecordingSampler
+
+    class Watched(RecordingSampler):
+        """Records the order of events too: ('set_epoch', e) and ('iter', None)."""
+
+        def __init__(self, inner):
+            super().__init__(inner)
+            self.events: list[tuple[str, int | None]] = []
+
+        def set_epoch(self, epoch: int) -> None:
+            self.events.append(("set_epoch", epoch))
+            super().set_epoch(epoch)
+
+        def __iter__(self):
+            self.events.append(("iter", None))
+            return super().__iter__()
+
+    return [Watched(s) for s in samplers]
 
 
 def ex1(run_epochs) -> bool:
-    """`run_epochs(sampler, epochs)` returns each epoch's order; the data audit must see the order change."""
+    """`run_epochs(sampler, epochs)` returns each epoch's order; the data audit must see the order change at every
+    epoch boundary on every rank."""
     from labkit.distributed import audit
 
-    ranks = {}
-    for r, s in enumerate(_samplers(48, 2)):
-        orders = call(run_epochs, s, 3)
-        if not isinstance(orders, list) or len(orders) != 3:
-            fail("run_epochs(sampler, 3) should return a list of 3 epoch orders (list(sampler) once per epoch)")
-        ranks[r] = {"samples": [list(map(int, o)) for o in orders], "dataset_size": 48}
+    ranks, samplers = {}, _samplers(N_EXAMPLES, WORLD, watched=True)
+    for r, s in enumerate(samplers):
+        orders = call(run_epochs, s, EPOCHS)
+        if not isinstance(orders, list) or len(orders) != EPOCHS:
+            fail(
+                f"run_epochs(sampler, {EPOCHS}) should return a list of {EPOCHS} epoch orders (list(sampler) once "
+                "per epoch)"
+            )
+        ranks[r] = {
+            "samples": [list(map(int, o)) for o in orders],
+            "dataset_size": N_EXAMPLES,
+            "set_epoch_calls": list(s.set_epoch_calls),
+        }
     a = audit.data_audit(ranks)
-    if a["same_order_every_epoch"]:
-        fail("the data audit says every epoch replays the same order: DistributedSampler seeds its shuffle with "
-             "seed + epoch, and the epoch stays 0 until you call sampler.set_epoch(epoch) at the start of each epoch")
     if a["overlap_pct"] != 0 or a["coverage_pct"] != 100:
-        fail(f"overlap {a['overlap_pct']}%, coverage {a['coverage_pct']}%: iterate the sampler you were given, once per epoch")
-    return passed("the audit now reports order_changed_between_epochs=True, overlap 0 %, coverage 100 %")
+        fail(
+            f"overlap {a['overlap_pct']:.0f}%, coverage {a['coverage_pct']:.0f}%: iterate the sampler you were "
+            "given, once per epoch, and keep what it yields"
+        )
+    changed, boundaries = a["order_changes"]
+    if changed != boundaries:
+        calls = a["set_epoch_called"][0]
+        events = samplers[0].events
+        if not calls:
+            fail(
+                f"the data audit: the order changed at {changed} of {boundaries} epoch boundaries -- every epoch "
+                "replays the same order. DistributedSampler seeds its shuffle with seed + epoch, and the epoch stays 0 "
+                "until you call sampler.set_epoch(epoch) at the start of each epoch"
+            )
+        if set(calls) == {calls[0]}:
+            fail(
+                f"the data audit: the order changed at {changed} of {boundaries} epoch boundaries. You call "
+                f"set_epoch({calls[0]}) every epoch, so the shuffle's seed never changes: pass the loop's epoch, "
+                "sampler.set_epoch(epoch)"
+            )
+        if events and events[0][0] == "iter":
+            fail(
+                f"the data audit: the order changed at {changed} of {boundaries} epoch boundaries -- epochs 0 and 1 "
+                "replay the same order. set_epoch(epoch) after iterating the epoch only affects the *next* one, so "
+                "epoch 1 reuses epoch 0's shuffle: call it at the start of the epoch, before iterating"
+            )
+        fail(
+            f"the data audit: the order changed at only {changed} of {boundaries} epoch boundaries: every epoch needs "
+            "its own sampler.set_epoch(epoch) before it is iterated"
+        )
+    shard_changed, _ = a["shard_changes"]
+    if shard_changed != boundaries:
+        fail(
+            f"the order changes, but each rank keeps the same examples every epoch (its shard changed at "
+            f"{shard_changed} of {boundaries} boundaries): reordering a rank's own fixed shard is not a reshuffle. "
+            "sampler.set_epoch(epoch) reshuffles the whole data set before it is dealt out to the ranks"
+        )
+    return passed(
+        f"the audit: the order changed at {changed} of {boundaries} epoch boundaries on {WORLD} ranks, every rank "
+        "got new examples each epoch, overlap 0 %, coverage 100 %"
+    )
 
 
 def ex2(per_rank, padded) -> bool:
@@ -36,22 +104,54 @@ def ex2(per_rank, padded) -> bool:
     lens = [len(list(s)) for s in _samplers(16, 3)]
     want_pad = sum(lens) - 16
     if int(per_rank) != lens[0]:
-        fail(f"per_rank = {per_rank}: DistributedSampler gives every rank ceil(16 / 3) = {lens[0]} indices so the "
-             "ranks step in lockstep")
+        if int(per_rank) == 16 // 3:
+            fail(
+                f"per_rank = {per_rank} = 16 // 3 rounds down, but with drop_last=False DistributedSampler pads up: "
+                f"every rank gets ceil(16 / 3) = {lens[0]} indices so the ranks step in lockstep"
+            )
+        fail(f"per_rank = {per_rank}: DistributedSampler gives every rank ceil(16 / 3) = {lens[0]} indices")
     if int(padded) != want_pad:
+        if int(padded) == 16 % 3:
+            fail(
+                f"padded = {padded} = 16 % 3 is what is left over, not what is added: 3 ranks x {lens[0]} = "
+                f"{sum(lens)} indices for 16 examples"
+            )
         fail(f"padded = {padded}: 3 ranks x {lens[0]} = {sum(lens)} indices for 16 examples, so {want_pad} are repeats")
-    return passed(f"{lens[0]} per rank, {want_pad} repeated examples -- keep the data set divisible by the world size, "
-                  "or set drop_last=True, when exact counts matter (the audits here do)")
+    return passed(
+        f"{lens[0]} per rank, {want_pad} repeated examples -- keep the data set divisible by the world size, "
+        "or set drop_last=True, when exact counts matter (the audits here do)"
+    )
+
+
+EX3 = Quiz(
+    "AD",
+    {
+        "A": Choice(
+            "some examples are seen by two ranks, others by no rank",
+            "Right: each rank shuffles with its own seed, so 'every N-th example of my shuffle' is not a partition -- "
+            "the audit shows overlap and examples never seen.",
+            missed="one true statement is about what the data audit measured for this split (overlap, never seen).",
+        ),
+        "B": Choice(
+            "the model replicas drift apart during training",
+            "The replicas are identical after wrapping: DDP broadcasts rank 0's weights, and every step applies the "
+            "same all-reduced gradient.",
+        ),
+        "C": Choice(
+            "the run stops with an error at the first all-reduce",
+            "Nothing crashes: every rank has the same number of batches, so the all-reduces line up and the run "
+            "completes.",
+        ),
+        "D": Choice(
+            "the loss falls and the replicas stay identical",
+            "Right: that is what hides the bug -- DDP's broadcast at wrap time makes the *models* identical although "
+            "the freshly built ones differed, while the *data* split stays wrong. Only the data audit shows it.",
+            missed="one true statement is about what you would see if you watched only the loss and the replica audit.",
+        ),
+    },
+)
 
 
 def ex3(answer) -> bool:
-    """Per-rank seeds: what breaks, what hides it?"""
-    return quiz(answer, "A", {
-        "A": "Right: each rank shuffles with its own seed, so 'every N-th example of my shuffle' overlaps with the "
-             "other ranks' shards and leaves gaps; DDP's broadcast at wrap time makes the *models* identical, which "
-             "hides that the *data* split is wrong.",
-        "B": "The replicas are identical after wrapping (DDP broadcasts rank 0's weights), so the models do not diverge.",
-        "C": "Nothing crashes: the run completes and the loss falls. The audit is what shows overlap and gaps.",
-        "D": "Dropout noise per rank is harmless and often wanted; the problem is the data split, not the model's "
-             "randomness.",
-    })
+    """Per-rank seeds and a hand-made split: which statements are true? (select all that apply)"""
+    return EX3(answer)

@@ -1,28 +1,63 @@
 """Notebook 06 (exploding gradients): a clip threshold from a trace, truncation with the tokenizer, a question."""
+
 from __future__ import annotations
 
 import statistics
 
-from labkit.exercises import answered, call, fail, passed, quiz
+from labkit.exercises import Choice, Quiz, answered, call, fail, passed
+
+
+# the accepted clip threshold rescales between these shares of the trace's steps: enough to catch the spikes,
+# few enough to leave the ordinary steps alone (a threshold that rescales most steps is a hidden learning-rate cut)
+LOWER_SHARE, UPPER_SHARE = 0.02, 0.10
+RECIPE_CLIP = 1.0  # what the fixed recipe above and most transformer recipes use: clip_grad_norm_(..., max_norm=1.0)
+
+
+def rescaled_share(clip: float, trace) -> float:
+    """Share of the steps whose total gradient norm is above `clip` (the steps clipping rescales)."""
+    norms = [float(x) for x in trace if x == x]
+    return sum(n > clip for n in norms) / len(norms)
 
 
 def ex1(clip, trace) -> bool:
-    """A clip threshold chosen from a grad-norm trace: leaves typical steps alone, cuts the spikes."""
+    """A clip threshold chosen from a grad-norm trace: it rescales the spikes, not the ordinary steps -- between
+    LOWER_SHARE and UPPER_SHARE of the steps."""
     answered(clip)
     norms = sorted(float(x) for x in trace if x == x)
     med, top = statistics.median(norms), norms[-1]
-    c = float(clip)
-    if c <= 0:
+    try:
+        c = float(clip)
+    except (TypeError, ValueError):
+        fail(f"clip should be a number (a gradient norm), got {type(clip).__name__}")
+    if not c > 0:
         fail("a clip threshold is a positive gradient norm")
-    if c < med:
-        fail(f"clip={c:g} is below the median norm {med:.3g}: it would rescale most steps, i.e. quietly lower the "
-             "learning rate. Pick a value a little above the typical (median) norm")
+    share = rescaled_share(c, norms)
+    band = f"between {LOWER_SHARE:.0%} and {UPPER_SHARE:.0%} of the steps"
     if c >= top:
-        fail(f"clip={c:g} is at or above the largest norm in the trace ({top:.3g}): it never acts. Pick a value "
-             "between the median and the spikes")
-    share = sum(n > c for n in norms) / len(norms)
-    return passed(f"clip={c:g} rescales {share:.0%} of these steps (median {med:.3g}, max {top:.3g}); 1.0 is the "
-                  "common default for transformers")
+        fail(
+            f"clip={c:g} is at or above the largest norm in the trace ({top:.3g}): it never acts. A useful threshold "
+            f"rescales {band}: the spikes"
+        )
+    if c <= med:
+        fail(
+            f"clip={c:g} is at or below the median norm {med:.3g}: it rescales {share:.0%} of the steps, so at least "
+            f"every other step trains at a lower learning rate than you set. Raise it until it rescales {band}"
+        )
+    if share > UPPER_SHARE:
+        fail(
+            f"clip={c:g} rescales {share:.0%} of the steps: ordinary steps get scaled down too, i.e. it quietly "
+            f"lowers the learning rate. Raise it until it rescales {band}"
+        )
+    if share < LOWER_SHARE:
+        fail(
+            f"clip={c:g} rescales only {share:.1%} of the steps: most spikes pass through unclipped. Lower it toward "
+            f"the top of the ordinary steps, so that it rescales {band}"
+        )
+    recipe = rescaled_share(RECIPE_CLIP, norms)
+    return passed(
+        f"clip={c:g} rescales {share:.1%} of these steps (accepted: {band}; median {med:.3g}, max {top:.3g}). "
+        f"The recipe's max_norm={RECIPE_CLIP} rescales {recipe:.1%} here"
+    )
 
 
 def ex2(encode, tok, max_len: int = 32) -> bool:
@@ -42,19 +77,42 @@ def ex2(encode, tok, max_len: int = 32) -> bool:
         fail(f"{len(ids)} ids, expected {max_len}: max_length counts the special tokens too")
     want = Seq2SeqCollator(tok, max_len, 8)([Example("x", "title", text, "t")])["input_ids"][0].tolist()
     if ids != want:
-        fail("the ids differ from the collator's: keep the closing </s> (tokenizer(..., truncation=True, "
-             "max_length=N) does, slicing input_ids[:N] does not)")
+        fail(
+            "the ids differ from the collator's: keep the closing </s> (tokenizer(..., truncation=True, "
+            "max_length=N) does, slicing input_ids[:N] does not)"
+        )
     return passed(f"{len(full)} tokens -> {max_len}, ending with </s>: the same ids the trainer's collator makes")
 
 
+EX3 = Quiz(
+    "BC",
+    {
+        "A": Choice(
+            "clipping at 1.0 bounds every step, so the run is fixed",
+            "Clipping bounds the gradient's norm, but AdamW divides the gradient by the root of its own running "
+            "square: the step is about lr per parameter whatever the gradient's scale.",
+        ),
+        "B": Choice(
+            "each weight still moves by about lr = 0.1 per step",
+            "Right: AdamW's update is ~lr x m / sqrt(v), scale-free in the gradient, so a rescaled gradient still moves "
+            "each weight by ~lr = 0.1.",
+            missed="one statement you left out is about how far AdamW moves a weight when the gradient is rescaled.",
+        ),
+        "C": Choice(
+            "lowering the learning rate is the fix to make first",
+            "Right: lower the learning rate first (section 3's `+ lr 3e-3`); clipping and warmup handle the rare bad "
+            "batch once the step size is sane.",
+            missed="one statement you left out is about which fix section 3 applies before clipping.",
+        ),
+        "D": Choice(
+            "truncating the sources would fix the run on its own",
+            "Truncation bounds the cost and reach of long crawl accidents; it does not change the step size, and the "
+            "first spikes came on ordinary batches.",
+        ),
+    },
+)
+
+
 def ex3(answer) -> bool:
-    """lr=0.1 with AdamW: does clipping at 1.0 save the run?"""
-    return quiz(answer, "B", {
-        "A": "Clipping bounds the gradient's norm, but AdamW divides the gradient by the root of its own running "
-             "square: the step is about lr per parameter whatever the gradient's scale.",
-        "B": "Right: AdamW's update is ~lr x m / sqrt(v), scale-free in the gradient, so a rescaled gradient still moves "
-             "each weight by ~lr = 0.1. Lower the learning rate first; clipping and warmup handle the rare bad batch.",
-        "C": "Truncation bounds the cost and reach of long crawl accidents; it does not change the step size.",
-        "D": "The first spikes came on ordinary batches (the monitor shows it): removing the hostile samples would not "
-             "remove the cause.",
-    })
+    """lr=0.1 with AdamW and clipping at 1.0: which statements are true? (select all)"""
+    return EX3(answer)

@@ -1,12 +1,18 @@
 """Notebook 07 (multi-task, several processes): a fourth task prompt, the batch arithmetic, a question."""
+
 from __future__ import annotations
 
 import math
 
-from labkit.exercises import answered, call, fail, passed, quiz
+from labkit.exercises import Choice, Quiz, answered, call, fail, passed
 
-ARTICLE = {"id": "a1", "title": "本市一季度经济稳中有进", "body": "一季度全市地区生产总值同比增长5.2%。工业生产稳定恢复。消费市场持续回暖。",
-           "summary": "一季度经济稳中有进。", "keywords": ["经济", "增长"]}
+ARTICLE = {
+    "id": "a1",
+    "title": "本市一季度经济稳中有进",
+    "body": "一季度全市地区生产总值同比增长5.2%。工业生产稳定恢复。消费市场持续回暖。",
+    "summary": "一季度经济稳中有进。",
+    "keywords": ["经济", "增长"],
+}
 
 
 def ex1(lead_example) -> bool:
@@ -14,45 +20,104 @@ def ex1(lead_example) -> bool:
     from labkit.text.tasks import PREFIX
 
     got = call(lead_example, dict(ARTICLE))
+    answered(got)
     if not (isinstance(got, tuple) and len(got) == 2):
         fail("lead_example(article) should return a (source, target) pair")
     source, target = got
+    if any(str(source).startswith(p) for p in PREFIX.values()):
+        fail(
+            f"the source starts with {str(source)[:3]!r}, an existing task's prefix: the model could not tell the "
+            "tasks apart. Use the new prefix 首句："
+        )
     if not str(source).startswith("首句："):
         fail(f"the source should start with the new prefix 首句：, got {str(source)[:8]!r}")
-    if any(str(source).startswith(p) for p in PREFIX.values()):
-        fail("the prefix collides with an existing task's: the model could not tell the tasks apart")
     if source != "首句：" + ARTICLE["body"]:
         fail("the source is the prefix followed by the whole body, like the other tasks (labkit.text.tasks.PREFIX)")
-    want = ARTICLE["body"].split("。")[0] + "。"
+    first = ARTICLE["body"].split("。")[0]
+    want = first + "。"
+    if target == first:
+        fail(f"target {target!r} lost its 。: split on 。 and add it back (the first sentence *including* the 。)")
+    if target == ARTICLE["body"]:
+        fail("the target is the whole body: keep only the first sentence, up to and including the first 。")
     if target != want:
         fail(f"target {target!r}, expected the first sentence {want!r} (split on 。 and keep the 。)")
     return passed("a fourth task is one more prefix: the model, the collator and the sampler do not change")
 
 
-def ex2(per_process_batch, steps_per_epoch, n_examples: int = 600, nproc: int = 2, global_batch: int = 16) -> bool:
-    """With the run's DistributedSampler: per-process batch and optimizer steps per epoch."""
-    answered(per_process_batch)
-    answered(steps_per_epoch)
+# (examples, processes, global batch): the notebook's own run, then plans where the sampler's padding and the
+# whole-batch rule change the answer
+PLANS = ((600, 2, 16), (47, 2, 16), (100, 3, 12), (3600, 4, 32))
+
+
+def reference_plan(n_examples: int, nproc: int, global_batch: int) -> tuple[int, int]:
     ppb = global_batch // nproc
-    per_rank = math.ceil(n_examples / nproc)
-    spe = per_rank // ppb
-    if int(per_process_batch) != ppb:
-        fail(f"per_process_batch = {per_process_batch}: the global batch {global_batch} is split across {nproc} "
-             f"processes, {ppb} each (the same 16 examples per step as one process)")
-    if int(steps_per_epoch) != spe:
-        fail(f"steps_per_epoch = {steps_per_epoch}: each rank's shard holds ceil({n_examples}/{nproc}) = {per_rank} "
-             f"examples, taken {ppb} at a time (whole batches) -> {spe}")
+    return ppb, math.ceil(n_examples / nproc) // ppb
+
+
+def ex2(batch_plan, n_examples: int = 600, nproc: int = 2, global_batch: int = 16) -> bool:
+    """`batch_plan(n_examples, nproc, global_batch)` -> (per-process batch, optimizer steps per epoch) with the run's
+    DistributedSampler (drop_last=False) and whole batches; checked on this run's numbers and three other plans."""
+    for n, p, g in ((n_examples, nproc, global_batch), *PLANS):
+        got = call(batch_plan, n, p, g)
+        answered(got)
+        if not (isinstance(got, (tuple, list)) and len(got) == 2):
+            fail(f"batch_plan(n_examples, nproc, global_batch) should return a pair, got {got!r}")
+        ppb, spe = got
+        want_ppb, want_spe = reference_plan(n, p, g)
+        if ppb != want_ppb:
+            if ppb == g:
+                fail(
+                    f"batch_plan({n}, {p}, {g}): per-process batch {ppb} is the whole global batch -- with {p} "
+                    f"processes each takes {g} // {p} = {want_ppb}, so a step still sees {g} examples"
+                )
+            fail(f"batch_plan({n}, {p}, {g}): per-process batch {ppb}, expected {g} // {p} = {want_ppb}")
+        if spe != want_spe:
+            shard = math.ceil(n / p)
+            if spe == n // g:
+                fail(
+                    f"batch_plan({n}, {p}, {g}): {spe} = {n} // {g} (or {n} // {p} // {want_ppb}) rounds the shard "
+                    f"down, but each rank steps through its own DistributedSampler shard, padded up (drop_last=False) "
+                    f"to ceil({n} / {p}) = {shard} examples, {want_ppb} at a time -> {want_spe}"
+                )
+            if spe == math.ceil(shard / want_ppb) or spe == math.ceil(n / g):
+                fail(
+                    f"batch_plan({n}, {p}, {g}): {spe} counts the last, partial batch; the run takes whole batches "
+                    f"only: {shard} // {want_ppb} = {want_spe}"
+                )
+            fail(f"batch_plan({n}, {p}, {g}): {spe} steps, expected ceil({n} / {p}) // {want_ppb} = {want_spe}")
+    ppb, spe = reference_plan(n_examples, nproc, global_batch)
     return passed(f"{ppb} per process, {spe} steps per epoch: both runs see {global_batch} examples per step")
 
 
+EX3 = Quiz(
+    "AB",
+    {
+        "A": Choice(
+            "the distributed code path works: the curves agree",
+            "Right: the run proves the distributed code path -- the 1-process and N-process loss curves agree within "
+            "the measured gap.",
+            missed="one statement you left out is about what the two runs' loss curves prove.",
+        ),
+        "B": Choice(
+            "speed must be measured on the hardware you train on",
+            "Right: on 2 shared cores with gloo over TCP the speed is not the point -- measure throughput on the "
+            "hardware you will train on.",
+            missed="one statement you left out is about where a throughput number means something.",
+        ),
+        "C": Choice(
+            "DDP trained another model than one process would",
+            "The loss curves agree within the measured tolerance: DDP trains the same model; efficiency says nothing "
+            "about correctness.",
+        ),
+        "D": Choice(
+            "GPUs will scale as poorly as these CPU processes",
+            "On GPUs each process owns a card and the all-reduce overlaps the backward pass; a CPU number does not "
+            "predict that.",
+        ),
+    },
+)
+
+
 def ex3(answer) -> bool:
-    """Scaling efficiency 0.6 on 2 CPU processes: what does it tell you?"""
-    return quiz(answer, "C", {
-        "A": "The loss curves agree within the measured tolerance: DDP trains the same model; efficiency says nothing "
-             "about correctness.",
-        "B": "On GPUs each process owns a card and the all-reduce overlaps the backward pass; a CPU number does not "
-             "predict that.",
-        "C": "Right: the run proves the distributed code path; on 2 shared cores with gloo over TCP the speed is not the "
-             "point -- measure throughput on the hardware you will train on.",
-        "D": "Both runs process the same global batch per step, so neither trains on less data.",
-    })
+    """Scaling efficiency well below 1 on 2 CPU processes: which statements follow? (select all)"""
+    return EX3(answer)

@@ -7,6 +7,6 @@ The pieces, in the order notebook 08 uses them:
 - `parity`: ONNX fp32 equals PyTorch token for token; int8's ROUGE-L delta;
 - `baseline`, `triton`, `api`: the three servers (`labkit serve baseline|triton|api`);
 - `process.ServerProcess`: start one as a real subprocess, wait until ready, always stop it;
-- `loadgen`: the async, loopback-only load generator (`labkit bench serve`).
+- `loadgen`: the async, loopback-only load generator; `bench`: the `labkit bench serve` command and `--compare`.
 - `measure`: notebook 08's measurements (each step in isolation, each server stack under load).
 """

@@ -6,8 +6,9 @@ wrong content type -> 415, oversized body -> 413, non-UTF-8 or malformed JSON ->
 schema violations (unknown/missing task, empty or too long text, extra fields) -> 422.
 The model answers through a backend (`labkit.serving.backends`): Triton -> 503 while it
 is down (and normal service as soon as it is back), a per-request timeout -> 504.
+With a `supervisor` (the Triton this API started, `labkit.serving.supervisor`) requests
+get 503 without touching Triton while it restarts; `/health` counts the restarts.
 """
-
 
 import asyncio
 import json
@@ -17,9 +18,16 @@ from dataclasses import dataclass
 from typing import Callable
 
 from labkit.serving.backends import BackendError, BackendUnavailable
-from labkit.serving.schema import GENERATE_PATH, MAX_BODY_BYTES, MAX_TEXT_CHARS, ErrorResponse, GenerateResponse, request_model
-
-
+from labkit.serving.schema import (
+    GENERATE_PATH,
+    MAX_BODY_BYTES,
+    MAX_TEXT_CHARS,
+    ErrorResponse,
+    GenerateResponse,
+    HealthError,
+    HealthResponse,
+    request_model,
+)
 
 
 @dataclass
@@ -50,13 +58,21 @@ class BodyGuard:
         headers = dict(scope["headers"])
         ctype = headers.get(b"content-type", b"").decode("latin-1")
         media, _, params = ctype.partition(";")
-        charset = params.strip().lower().removeprefix("charset=").strip('"') if "charset=" in params.lower() else "utf-8"
+        charset = (
+            params.strip().lower().removeprefix("charset=").strip('"') if "charset=" in params.lower() else "utf-8"
+        )
         if media.strip().lower() != "application/json" or charset not in ("utf-8", "utf8"):
-            return await _send(send, 415, "unsupported_media_type",
-                               f"send the body as JSON with 'Content-Type: application/json' (UTF-8); got {ctype or 'no Content-Type'!r}")
+            return await _send(
+                send,
+                415,
+                "unsupported_media_type",
+                f"send the body as JSON with 'Content-Type: application/json' (UTF-8); got {ctype or 'no Content-Type'!r}",
+            )
         declared = headers.get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.limit:
-            return await _send(send, 413, "body_too_large", f"request body is {int(declared)} bytes; the limit is {self.limit}")
+            return await _send(
+                send, 413, "body_too_large", f"request body is {int(declared)} bytes; the limit is {self.limit}"
+            )
         body, more = b"", True
         while more:
             msg = await receive()
@@ -69,8 +85,12 @@ class BodyGuard:
         try:
             body.decode("utf-8")
         except UnicodeDecodeError as exc:
-            return await _send(send, 400, "invalid_encoding",
-                               f"request body is not valid UTF-8 (bad byte at offset {exc.start}); encode the JSON as UTF-8")
+            return await _send(
+                send,
+                400,
+                "invalid_encoding",
+                f"request body is not valid UTF-8 (bad byte at offset {exc.start}); encode the JSON as UTF-8",
+            )
         sent = False
 
         async def replay():
@@ -85,8 +105,13 @@ class BodyGuard:
 
 async def _send(send, status: int, code: str, message: str) -> None:
     payload = _error_body(code, message)
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())],
+        }
+    )
     await send({"type": "http.response.body", "body": payload})
 
 
@@ -101,7 +126,11 @@ def _validation_message(errors) -> tuple[int, str, str]:
         if e.get("type") == "string_pattern_mismatch":
             msg = "must contain at least one non-space character"
         parts.append(f"{loc}: {msg}")
-    return 422, "invalid_request", "; ".join(parts) + ' (expected {"task": "title"|"summary"|"keywords", "text": "..."})'
+    return (
+        422,
+        "invalid_request",
+        "; ".join(parts) + ' (expected {"task": "title"|"summary"|"keywords", "text": "..."})',
+    )
 
 
 ERROR_RESPONSES = {
@@ -118,8 +147,10 @@ ERROR_RESPONSES = {
 }
 
 
-def create_app(make_backend: Callable[[], object], settings: ApiSettings | None = None):
-    """The FastAPI app; `make_backend()` is called at startup, inside the event loop."""
+def create_app(make_backend: Callable[[], object], settings: ApiSettings | None = None, supervisor=None):
+    """The FastAPI app; `make_backend()` is called at startup, inside the event loop.
+
+    `supervisor`: what keeps the model server running (`.up`, `.restarts`, `.describe()`), if this API owns one."""
     from fastapi import FastAPI, Request
     from fastapi.exceptions import RequestValidationError
     from fastapi.responses import JSONResponse, Response
@@ -134,8 +165,12 @@ def create_app(make_backend: Callable[[], object], settings: ApiSettings | None 
         yield
         await state["backend"].close()
 
-    app = FastAPI(title="labkit generation API", version="1", lifespan=lifespan,
-                  description="Titles, summaries and keywords for Chinese news text, from the course's T5 model.")
+    app = FastAPI(
+        title="labkit generation API",
+        version="1",
+        lifespan=lifespan,
+        description="Titles, summaries and keywords for Chinese news text, from the course's T5 model.",
+    )
     app.add_middleware(BodyGuard, max_body_bytes=settings.max_body_bytes)
 
     @app.exception_handler(RequestValidationError)
@@ -143,30 +178,58 @@ def create_app(make_backend: Callable[[], object], settings: ApiSettings | None 
         status, code, message = _validation_message(exc.errors())
         return JSONResponse({"error": code, "message": message}, status_code=status)
 
-    @app.get("/health", responses={503: {"model": ErrorResponse, "description": "backend not ready"}})
-    async def health() -> dict:
+    def restarts(backend) -> dict[str, int]:
+        """What this API restarted so far: the batching worker, and the Triton it started."""
+        out = {}
+        if hasattr(backend, "restarts"):
+            out["worker"] = backend.restarts
+        if supervisor is not None:
+            out["triton"] = supervisor.restarts
+        return out
+
+    @app.get(
+        "/health",
+        response_model=HealthResponse,
+        responses={503: {"model": HealthError, "description": "backend not ready (restarting, or down)"}},
+    )
+    async def health():
         backend = state["backend"]
+        if supervisor is not None and not supervisor.up:
+            return JSONResponse(
+                {"error": "backend_unavailable", "message": supervisor.describe(), "restarts": restarts(backend)},
+                status_code=503,
+            )
         if not await backend.ready():
-            return JSONResponse({"error": "backend_unavailable", "message": f"{backend.name} backend is not ready"},
-                                status_code=503)
-        return {"status": "ok", "backend": backend.name}
+            why = getattr(backend, "gave_up", "") or f"{backend.name} backend is not ready"
+            return JSONResponse(
+                {"error": "backend_unavailable", "message": why, "restarts": restarts(backend)}, status_code=503
+            )
+        return {"status": "ok", "backend": backend.name, "restarts": restarts(backend)}
 
     @app.post(GENERATE_PATH, response_model=GenerateResponse, responses=ERROR_RESPONSES)
     async def generate(req: Req) -> GenerateResponse:
         backend = state["backend"]
+        if supervisor is not None and not supervisor.up:  # restarting: answer now, do not knock on a dead port
+            return JSONResponse({"error": "backend_unavailable", "message": supervisor.describe()}, status_code=503)
         t0 = time.perf_counter()
         try:
             out = await asyncio.wait_for(backend.generate(req.task, req.text), timeout=settings.timeout_s)
         except asyncio.TimeoutError:
-            return JSONResponse({"error": "timeout", "message": f"the model did not answer within {settings.timeout_s:g}s; retry later"},
-                                status_code=504)
+            return JSONResponse(
+                {
+                    "error": "timeout",
+                    "message": f"the model did not answer within {settings.timeout_s:g}s; retry later",
+                },
+                status_code=504,
+            )
         except BackendUnavailable as exc:
             return JSONResponse({"error": "backend_unavailable", "message": str(exc)}, status_code=503)
         except BackendError as exc:
             return JSONResponse({"error": "backend_error", "message": str(exc)}, status_code=502)
         # serialized here, once: returning the model would make FastAPI validate and encode it again
-        body = GenerateResponse(task=req.task, output=out, backend=backend.name,
-                                latency_ms=(time.perf_counter() - t0) * 1e3).model_dump_json()
+        body = GenerateResponse(
+            task=req.task, output=out, backend=backend.name, latency_ms=(time.perf_counter() - t0) * 1e3
+        ).model_dump_json()
         return Response(body, media_type="application/json")
 
     return app

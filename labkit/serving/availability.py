@@ -3,6 +3,7 @@ Linux x86_64/aarch64 with glibc >= 2.35 (`make setup` adds the extra there, see 
 Elsewhere notebook 08 and the tests serve through `labkit serve api --backend ort` (the API's in-process
 ONNX Runtime micro-batcher) instead of Triton.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -16,8 +17,10 @@ def triton_missing() -> str | None:
     missing = [m for m in TRITON_MODULES if importlib.util.find_spec(m) is None]
     if not missing:
         return None
-    return (f"Triton is not installed ({', '.join(missing)} missing): pip install -e '.[triton]' "
-            f"(wheels only for Linux x86_64/aarch64 with glibc >= 2.35)")
+    return (
+        f"Triton is not installed ({', '.join(missing)} missing): pip install -e '.[triton]' "
+        f"(wheels only for Linux x86_64/aarch64 with glibc >= 2.35)"
+    )
 
 
 def triton_available() -> bool:

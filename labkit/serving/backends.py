@@ -3,10 +3,16 @@ ONNX Runtime micro-batcher.
 
 Both expose `async generate(task, text) -> str`, `async ready() -> bool`, `async close()`
 and raise `BackendUnavailable` when the model cannot be reached (the API answers 503).
+The batchers' worker task is supervised: if it dies, the requests it held fail at once
+(502), it is restarted (counted in `restarts`, shown by `/health`), and after more than
+`RestartPolicy.max_failures` deaths within its window the batcher gives up (503, and
+`on_give_up` lets the API exit 1).
 """
+
 from __future__ import annotations
 
 import asyncio
+import logging
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +20,9 @@ from pathlib import Path
 import numpy as np
 
 from labkit.serving.schema import MAX_NEW_TOKENS, model_input
+from labkit.serving.supervisor import RestartPolicy
+
+LOG = logging.getLogger("labkit.serving.backends")
 
 
 class BackendUnavailable(RuntimeError):
@@ -66,8 +75,7 @@ class TritonBackend(_TritonModel):
             t.set_data_from_numpy(np.array([[value.encode("utf-8")]], dtype=np.object_))
             inputs.append(t)
         try:
-            res = await self.client.infer(self.model_name, inputs,
-                                          outputs=[self._http.InferRequestedOutput("output")])
+            res = await self.client.infer(self.model_name, inputs, outputs=[self._http.InferRequestedOutput("output")])
         except InferenceServerException as exc:
             raise _triton_error(exc, self.url, self.model_name) from exc
         except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as exc:
@@ -92,24 +100,83 @@ class _Batching:
     `max_batch` (so `expect` grows with the load), and after a pause longer than `max_delay` the
     next request goes alone.  `adaptive=False` is the old fixed policy: every batch waits up to
     `max_delay` for `max_batch` requests (kept for before/after measurements).
+
+    The worker task is supervised (`_worker_exited`): whatever kills it, the requests it had
+    taken fail at once instead of waiting for their timeout, and a new worker starts
+    (after `policy`'s delay); past `policy`'s limit the batcher stops and says so.
     """
 
-    def __init__(self, max_batch: int, max_delay_ms: float, adaptive: bool = True):
+    def __init__(
+        self,
+        max_batch: int,
+        max_delay_ms: float,
+        adaptive: bool = True,
+        policy: RestartPolicy | None = None,
+        on_give_up=None,
+    ):
         self.max_batch = max_batch
         self.max_delay = max_delay_ms / 1e3
         self.adaptive = adaptive
+        self.policy = policy or RestartPolicy()
+        self.on_give_up = on_give_up
         self._queue: asyncio.Queue[_Item] | None = None
         self._task: asyncio.Task | None = None
+        self._taken: list[_Item] = []  # what the worker holds: failed at once if it dies
+        self._closing = False
         self._expect = 1
         self._idle_since: float | None = None
-        self.batches: list[int] = []   # sizes of the batches run (for the notebook's histogram)
+        self.batches: list[int] = []  # sizes of the batches run (for the notebook's histogram)
+        self.restarts = 0
+        self.gave_up = ""
 
     def _ensure_started(self) -> None:
-        if self._task is None:
+        if self._queue is None:
             self._queue = asyncio.Queue()
-            self._task = asyncio.get_running_loop().create_task(self._run())
+            self._start_worker()
+
+    def _start_worker(self) -> None:
+        if self._closing or self.gave_up:
+            return
+        self._task = asyncio.get_running_loop().create_task(self._run())
+        self._task.add_done_callback(self._worker_exited)
+
+    def _worker_exited(self, task: asyncio.Task) -> None:
+        """The worker ended: on close, nothing to do; otherwise it died -- fail what it held, restart it."""
+        if self._closing or task.cancelled():
+            return
+        exc = task.exception()
+        why = f"{type(exc).__name__}: {exc}" if exc is not None else "returned"
+        err = BackendError(f"the batching worker failed ({why}); it was restarted, retry the request")
+        for item in self._taken:
+            if not item.future.done():
+                item.future.set_exception(err)
+        self._taken = []
+        loop = asyncio.get_running_loop()
+        recent = self.policy.failed(loop.time())
+        if self.policy.exhausted(recent):
+            self.gave_up = (
+                f"the batching worker died {recent} times within {self.policy.window_s:.0f} s "
+                f"(more than --max-restarts {self.policy.max_failures}); last: {why}"
+            )
+            LOG.error("giving up: %s", self.gave_up)
+            self._fail_queued(BackendUnavailable(self.gave_up))
+            if self.on_give_up is not None:
+                self.on_give_up(self.gave_up)
+            return
+        self.restarts += 1
+        delay = self.policy.delay(recent)
+        LOG.warning("batching worker died (%s); restart %d in %.0f s", why, self.restarts, delay)
+        loop.call_later(delay, self._start_worker)
+
+    def _fail_queued(self, err: Exception) -> None:
+        while self._queue is not None and not self._queue.empty():
+            item = self._queue.get_nowait()
+            if not item.future.done():
+                item.future.set_exception(err)
 
     async def generate(self, task: str, text: str) -> str:
+        if self.gave_up:
+            raise BackendUnavailable(self.gave_up)
         self._ensure_started()
         fut = asyncio.get_running_loop().create_future()
         self._queue.put_nowait(_Item(task, text, fut))
@@ -123,8 +190,9 @@ class _Batching:
         return min(self.max_batch, self._expect)
 
     async def _collect(self) -> list[_Item]:
+        # [fix:front_batching]
         loop = asyncio.get_running_loop()
-        batch = [await self._queue.get()]
+        batch = self._taken = [await self._queue.get()]
         now = loop.time()
         target = self._target(now)
         deadline = now + self.max_delay
@@ -141,6 +209,7 @@ class _Batching:
                 break
         self._expect = len(batch)
         return [b for b in batch if not b.future.done()]  # requests that timed out are skipped
+        # [/fix:front_batching]
 
     async def _run_batch(self, batch: list[_Item]) -> list[str]:
         raise NotImplementedError
@@ -158,18 +227,23 @@ class _Batching:
             self.batches.append(len(batch))
             try:
                 outs = await self._run_batch(batch)
+                if len(outs) != len(batch):  # a waiter without an answer would hang until its timeout
+                    raise BackendError(f"the model returned {len(outs)} outputs for a batch of {len(batch)}")
+                outs = [o.strip() for o in outs]
             except Exception as exc:  # one bad batch must not kill the loop; every waiter learns why
-                err = self._failure(exc)
+                err = exc if isinstance(exc, BackendError) else self._failure(exc)
                 for b in batch:
                     if not b.future.done():
                         b.future.set_exception(err)
-                outs = None
+                outs = ()
             self._idle_since = loop.time()
-            for b, o in zip(batch, outs or ()):
+            for b, o in zip(batch, outs):
                 if not b.future.done():
-                    b.future.set_result(o.strip())
+                    b.future.set_result(o)
+            self._taken = []
 
     async def close(self) -> None:
+        self._closing = True
         if self._task is not None:
             self._task.cancel()
 
@@ -183,11 +257,20 @@ class MicroBatcher(_Batching):
 
     name = "ort-microbatch"
 
-    def __init__(self, onnx_dir: str | Path, max_batch: int = 32, max_delay_ms: float = 2.0, threads: int = 0,
-                 max_source_len: int = 0, adaptive: bool = True):
+    def __init__(
+        self,
+        onnx_dir: str | Path,
+        max_batch: int = 32,
+        max_delay_ms: float = 2.0,
+        threads: int = 0,
+        max_source_len: int = 0,
+        adaptive: bool = True,
+        policy: RestartPolicy | None = None,
+        on_give_up=None,
+    ):
         from labkit.serving.ort_generate import OrtGenerator, serving_threads
 
-        super().__init__(max_batch, max_delay_ms, adaptive)
+        super().__init__(max_batch, max_delay_ms, adaptive, policy, on_give_up)
         self.gen = OrtGenerator(onnx_dir, threads=serving_threads(threads), max_source_len=max_source_len)
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ort")
 
@@ -200,7 +283,7 @@ class MicroBatcher(_Batching):
         return BackendError(f"ONNX Runtime failed: {exc}")
 
     async def ready(self) -> bool:
-        return True
+        return not self.gave_up
 
     async def close(self) -> None:
         await super().close()
@@ -219,9 +302,17 @@ class TritonBatcher(_TritonModel, _Batching):
 
     name = "triton"
 
-    def __init__(self, url: str, model_name: str = "labkit_t5", max_batch: int = 32, max_delay_ms: float = 10.0,
-                 adaptive: bool = True):
-        super().__init__(max_batch, max_delay_ms, adaptive)
+    def __init__(
+        self,
+        url: str,
+        model_name: str = "labkit_t5",
+        max_batch: int = 32,
+        max_delay_ms: float = 10.0,
+        adaptive: bool = True,
+        policy: RestartPolicy | None = None,
+        on_give_up=None,
+    ):
+        super().__init__(max_batch, max_delay_ms, adaptive, policy, on_give_up)
         self.grpc = url.startswith("grpc://")
         self.url = url.removeprefix("grpc://").removeprefix("http://").rstrip("/")
         self.model_name = model_name
@@ -256,7 +347,7 @@ class TritonBatcher(_TritonModel, _Batching):
             raise _unreachable(self.url, exc) from exc
         out: list[str] = []
         for i in range(0, len(batch), limit):
-            out += await self._infer(batch[i:i + limit])
+            out += await self._infer(batch[i : i + limit])
         return out
 
     async def _infer(self, batch: list[_Item]) -> list[str]:
@@ -277,9 +368,12 @@ class TritonBatcher(_TritonModel, _Batching):
             raise _unreachable(self.url, exc) from exc
         return [o.decode("utf-8") for o in res.as_numpy("output").reshape(-1)]
 
+    async def ready(self) -> bool:
+        return not self.gave_up and await _TritonModel.ready(self)
+
     async def close(self) -> None:
-        await _Batching.close(self)       # stop forming batches first,
-        await _TritonModel.close(self)    # then drop the connection
+        await _Batching.close(self)  # stop forming batches first,
+        await _TritonModel.close(self)  # then drop the connection
 
 
 def _triton_error(exc, url: str, model_name: str) -> Exception:
@@ -293,4 +387,6 @@ def _triton_error(exc, url: str, model_name: str) -> Exception:
 
 
 def _unreachable(url: str, exc: Exception) -> BackendUnavailable:
-    return BackendUnavailable(f"Triton at {url} is unreachable ({type(exc).__name__}); start it with `labkit serve triton`")
+    return BackendUnavailable(
+        f"Triton at {url} is unreachable ({type(exc).__name__}); start it with `labkit serve triton`"
+    )

@@ -5,6 +5,7 @@ This is how the story first served the model: a synchronous handler calls
 so a lock serialises them; under concurrent load requests queue behind each other and
 latency grows with the queue -- the symptom notebook 08 starts from.
 """
+
 from __future__ import annotations
 
 import threading
@@ -41,9 +42,18 @@ def create_app(model_dir: str | Path, max_source_len: int = 0, threads: int = 0)
     def generate(req: GenerateRequest) -> GenerateResponse:  # sync: FastAPI runs it in a worker thread
         t0 = time.perf_counter()
         with lock:
-            out = pipe(model_input(req.task, req.text), max_new_tokens=MAX_NEW_TOKENS[req.task],
-                       num_beams=1, do_sample=False, truncation=True)
-        return GenerateResponse(task=req.task, output=out[0]["generated_text"].strip(), backend="pipeline",
-                                latency_ms=(time.perf_counter() - t0) * 1e3)
+            out = pipe(
+                model_input(req.task, req.text),
+                max_new_tokens=MAX_NEW_TOKENS[req.task],
+                num_beams=1,
+                do_sample=False,
+                truncation=True,
+            )
+        return GenerateResponse(
+            task=req.task,
+            output=out[0]["generated_text"].strip(),
+            backend="pipeline",
+            latency_ms=(time.perf_counter() - t0) * 1e3,
+        )
 
     return app

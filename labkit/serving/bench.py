@@ -1,4 +1,5 @@
-"""`labkit bench serve --compare`: the model's own limit, the served figures and the baseline, in one run.
+"""`labkit bench serve`: load a running server (`labkit.serving.loadgen`), or with `--compare` the model's own
+limit, the served figures and the baseline, in one run.
 
 On one int8 model, in one process tree on 127.0.0.1:
 - isolated: `OrtGenerator` in this process with the servers' thread count -- one request at a
@@ -9,10 +10,10 @@ On one int8 model, in one process tree on 127.0.0.1:
   at 1 and 16 clients; both stacks stay up and the runs alternate, so load on a shared machine hits both;
 - the baseline: the per-request PyTorch pipeline server at 1 and 16 clients.
 """
+
 from __future__ import annotations
 
 import json
-import time
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,14 +21,20 @@ from typing import Sequence
 
 import numpy as np
 
-from labkit.serving.loadgen import LoadResult, closed_loop, run_sync
-from labkit.serving.process import ServerProcess, free_port, labkit_argv
+from labkit.cli_errors import (
+    existing_dir,
+    int_list,
+    loopback_url,
+    nonneg_float,
+    nonneg_int,
+    positive_float,
+    positive_int,
+    writable_dir,
+    writable_file,
+)
+from labkit.serving.loadgen import LEVELS, closed_loop, open_loop, payloads_from_texts, run_sync, sweep
+from labkit.serving.measure import post_generate
 
-# name -> (api --front-batching, Triton queue delay µs, protocol between API and Triton)
-SETTINGS = {
-    "before": ("off", 10_000, "http"),
-    "now": ("adaptive", 0, "grpc"),
-}
 TARGETS = {"qps_c16_vs_isolated": 0.7, "p50_c1_over_single_ms": 10.0, "p50_c1_ms": 30.0, "qps_c16_vs_baseline": 20.0}
 # Served runs send at least this many requests per client: 160 requests at 16 clients last 0.6 s, mostly
 # ramp-up and stragglers (276 QPS measured there against 298 over 800 requests, same machine and hour).
@@ -61,142 +68,216 @@ def int8_export(model_dir: Path, out: Path) -> Path:
     return out
 
 
-def isolated_generator(int8_dir: Path, threads: int, max_source_len: int = 0):
-    from labkit.serving.ort_generate import OrtGenerator, serving_threads
-
-    return OrtGenerator(int8_dir, threads=serving_threads(threads), max_source_len=max_source_len)
-
-
-def isolated(gen, payloads: Sequence[dict], batch: int = 16, batched_calls: int = 5) -> dict:
-    """One pass: each of `batch` requests alone (median ms per call), then all of them in one call, `batched_calls`
-    times (requests/s from the median call: one timed call per pass spread 287-412 req/s in one run)."""
-    from labkit.serving.schema import MAX_NEW_TOKENS, model_input
-
-    rows = list(payloads)[:batch]
-    srcs = [model_input(p["task"], p["text"]) for p in rows]
-    caps = [MAX_NEW_TOKENS[p["task"]] for p in rows]
-    gen.generate(srcs[:1], caps[:1])
-    single = []
-    for s, c in zip(srcs, caps):
-        t0 = time.perf_counter()
-        gen.generate([s], [c])
-        single.append((time.perf_counter() - t0) * 1e3)
-    calls = []
-    for _ in range(batched_calls):
-        t0 = time.perf_counter()
-        gen.generate(srcs, caps)
-        calls.append(time.perf_counter() - t0)
-    return {"single_ms": float(np.median(single)), "batched_qps": len(srcs) / float(np.median(calls)),
-            "batch": len(srcs)}
+# The level the ratios read: 16 clients (the targets' level), or the highest level run when 16 is not among them.
+def ratio_level(levels: Sequence[int]) -> int:
+    return 16 if 16 in levels else max(levels)
 
 
-def _served_stack(stack: ExitStack, setting: str, int8_dir: Path, log_dir: Path, threads: int, max_batch: int,
-                  front_delay_us: int, max_source_len: int) -> ServerProcess:
-    from labkit.serving.triton import start_triton
+def meets(name: str, value: float) -> bool:
+    """A QPS ratio must reach its target; a latency must stay within it (`TARGETS`)."""
+    return value >= TARGETS[name] if name.startswith("qps") else value <= TARGETS[name]
 
-    front, triton_delay, proto = SETTINGS[setting]
-    triton = stack.enter_context(start_triton(int8_dir, max_batch, triton_delay, threads, max_source_len,
-                                              log_path=log_dir / f"triton_{setting}.log"))
-    port = free_port()
-    argv = labkit_argv("serve", "api", "--triton-url", triton.grpc_url if proto == "grpc" else triton.url,
-                       "--front-batching", front, "--max-batch", str(max_batch), "--queue-delay-us", str(front_delay_us),
-                       "--port", str(port), "--threads", str(threads), "--max-source-len", str(max_source_len))
-    return stack.enter_context(ServerProcess(argv, f"http://127.0.0.1:{port}/health", timeout=120, name=f"api_{setting}",
-                                             log_path=log_dir / f"api_{setting}.log"))
+
+# how report() writes each target next to its figure, from TARGETS itself
+def _target_text(name: str) -> str:
+    return f"{'>=' if name.startswith('qps') else '<='} {TARGETS[name]:g}"
 
 
 @dataclass
 class Comparison:
     isolated: dict
-    served: dict = field(default_factory=dict)      # setting -> {level: [LoadResult, ...]}
-    baseline: dict = field(default_factory=dict)    # level -> LoadResult
+    served: dict = field(default_factory=dict)  # stack name -> {level: [LoadResult per round]}
+    baseline: dict = field(default_factory=dict)  # level -> LoadResult
+    open_loop: list = field(default_factory=list)  # LoadResult per server (mode "open")
+    answers: dict = field(default_factory=dict)  # server -> its JSON answers to the asked requests
 
-    def best(self, setting: str, level: int) -> dict:
-        """Median QPS and p50 over the rounds; errors summed."""
-        runs = self.served[setting][level]
-        return {"qps": float(np.median([r.qps for r in runs])), "p50_ms": float(np.median([r.p50_ms for r in runs])),
-                "errors": sum(r.errors for r in runs), "requests": sum(r.requests for r in runs),
-                "qps_rounds": [r.qps for r in runs]}   # the spread: how much of a margin is noise
+    def medians(self, name: str, level: int) -> dict:
+        """Median QPS and latency percentiles over the rounds; errors and requests summed."""
+        runs = self.served[name][level]
+        med = {k: float(np.median([getattr(r, k) for r in runs])) for k in ("qps", "p50_ms", "p95_ms", "p99_ms")}
+        return {
+            **med,
+            "errors": sum(r.errors for r in runs),
+            "requests": sum(r.requests for r in runs),
+            "qps_rounds": [r.qps for r in runs],
+        }  # the spread: how much of a margin is noise
 
     def summary(self) -> dict:
         iso = self.isolated
         out = {"isolated": iso, "settings": {}, "baseline": {}}
         for lvl, r in self.baseline.items():
             out["baseline"][lvl] = {"qps": r.qps, "p50_ms": r.p50_ms, "errors": r.errors, "requests": r.requests}
-        for s in self.served:
-            c1, c16 = self.best(s, 1), self.best(s, 16)
-            ratios = {"qps_c16_vs_isolated": c16["qps"] / iso["batched_qps"],
-                      "p50_c1_over_single_ms": c1["p50_ms"] - iso["single_ms"],
-                      "p50_c1_ms": c1["p50_ms"]}
-            if 16 in self.baseline:
-                ratios["qps_c16_vs_baseline"] = c16["qps"] / max(self.baseline[16].qps, 1e-9)
-            met = {k: (v >= TARGETS[k] if k.startswith("qps") else v <= TARGETS[k]) for k, v in ratios.items()}
-            out["settings"][s] = {"c1": c1, "c16": c16, "ratios": ratios, "met": met,
-                                  "errors": c1["errors"] + c16["errors"]}
+        for s, by_level in self.served.items():
+            top = ratio_level(list(by_level))
+            c1, c16 = self.medians(s, 1), self.medians(s, top)
+            ratios = {
+                "qps_c16_vs_isolated": c16["qps"] / iso["batched_qps"],
+                "p50_c1_over_single_ms": c1["p50_ms"] - iso["single_ms"],
+                "p50_c1_ms": c1["p50_ms"],
+            }
+            if top in self.baseline:
+                ratios["qps_c16_vs_baseline"] = c16["qps"] / max(self.baseline[top].qps, 1e-9)
+            out["settings"][s] = {
+                "c1": c1,
+                "c16": c16,
+                "level": top,
+                "ratios": ratios,
+                "met": {k: meets(k, v) for k, v in ratios.items()},
+                # the share of a served request's time spent outside the model: 1 - served/isolated
+                "overhead_share": max(0.0, 1 - ratios["qps_c16_vs_isolated"]),
+                "errors": sum(r.errors for runs in by_level.values() for r in runs),
+            }
         return out
 
+    def rows(self) -> list[dict]:
+        """One row per server, mode and level (medians over the rounds) -- notebook 08's table."""
+        rows = [_row(name, "closed", lvl, self.medians(name, lvl)) for name, by in self.served.items() for lvl in by]
+        rows += [_row("baseline", "closed", lvl, vars(r)) for lvl, r in self.baseline.items()]
+        rows += [_row(r.server, "open", r.level, vars(r)) for r in self.open_loop]
+        return rows
 
-def compare(int8_dir: Path, model_dir: Path | None, payloads: Sequence[dict], log_dir: Path, rounds: int = 2,
-            requests: int = 160, seconds: float = 8.0, threads: int = 0, max_batch: int = 32,
-            front_delay_us: int = 10_000, max_source_len: int = 0, settings: Sequence[str] = ("before", "now"),
-            baseline: bool = True) -> Comparison:
-    """Everything in one run (see the module docstring); `rounds` alternations of the served settings."""
+
+ROW_FIELDS = ("requests", "errors", "qps", "p50_ms", "p95_ms", "p99_ms")
+
+
+def _row(server: str, mode: str, level: float, figures: dict) -> dict:
+    return {"server": server, "mode": mode, "level": level, **{k: figures[k] for k in ROW_FIELDS}}
+
+
+BENCH_STACKS = {
+    "api+triton before": dict(kind="api+triton", setting="before"),
+    "api+triton now": dict(kind="api+triton", setting="now"),
+}
+
+
+def compare(
+    int8_dir: Path,
+    model_dir: Path | None,
+    payloads: Sequence[dict],
+    log_dir: Path,
+    rounds: int = 2,
+    requests: int = 160,
+    seconds: float = 8.0,
+    threads: int = 0,
+    max_batch: int = 32,
+    front_delay_us: int = 10_000,
+    max_source_len: int = 0,
+    stacks: dict[str, dict] | None = None,
+    baseline: bool = True,
+    levels: Sequence[int] = (1, 16),
+    open_rate: float = 0.0,
+    open_seconds: float = 5.0,
+    ask: Sequence[dict] = (),
+) -> Comparison:
+    """The one measuring path of `labkit bench serve --compare` and notebook 08.
+
+    `stacks` maps a name to `measure.start_stack` settings (default: api+triton before / now).  All stacks stay
+    up and the closed-loop runs alternate between them for `rounds` rounds, at least `REQUESTS_PER_CLIENT` per
+    client, so load on a shared machine hits every stack alike; the model's own limit (`measure.isolated`) is
+    timed between the loads in each round.  Then, per server, an open-loop run at `open_rate` (0: none) and the
+    `ask` bodies sent one by one (answers kept in `Comparison.answers`); the baseline runs last, on its own."""
+    from labkit.serving.measure import isolated, isolated_generator, start_stack
     from labkit.serving.ort_generate import serving_threads
 
     log_dir.mkdir(parents=True, exist_ok=True)
+    stacks = stacks or BENCH_STACKS
     gen = isolated_generator(int8_dir, threads, max_source_len)
-    iso = []
+    kw = dict(threads=threads, max_batch=max_batch, queue_delay_us=front_delay_us, max_source_len=max_source_len)
+    iso, answers, opened = [], {}, []
     with ExitStack() as stack:
-        servers = {s: _served_stack(stack, s, int8_dir, log_dir, threads, max_batch, front_delay_us, max_source_len)
-                   for s in settings}
-        served = {s: {1: [], 16: []} for s in settings}
+        servers = {
+            name: start_stack(
+                stack=stack, model_dir=model_dir, int8_dir=int8_dir, log_dir=log_dir, name=name, **{**kw, **spec}
+            )
+            for name, spec in stacks.items()
+        }
+        served = {name: {lvl: [] for lvl in levels} for name in servers}
         for _ in range(rounds):  # the limit is measured between the loads, in each round (the servers idle)
             iso.append(isolated(gen, payloads))
-            for level in (1, 16):
-                for s, srv in servers.items():
-                    served[s][level].append(
-                        run_sync(closed_loop(srv.url, payloads, level, max(requests, REQUESTS_PER_CLIENT * level), seconds, s,
-                                            warmup=2)))
+            for level in levels:
+                for name, srv in servers.items():
+                    served[name][level].append(
+                        run_sync(
+                            closed_loop(
+                                srv.url,
+                                payloads,
+                                level,
+                                max(requests, REQUESTS_PER_CLIENT * level),
+                                seconds,
+                                name,
+                                warmup=2,
+                            )
+                        )
+                    )
         iso.append(isolated(gen, payloads))
-    cmp = Comparison(isolated={"single_ms": float(np.median([r["single_ms"] for r in iso])),
-                               "batched_qps": float(np.median([r["batched_qps"] for r in iso])),
-                               "batch": iso[0]["batch"], "threads": serving_threads(threads), "passes": len(iso),
-                               "batched_qps_passes": [r["batched_qps"] for r in iso]},
-                     served=served)
+        for name, srv in servers.items():
+            if open_rate:
+                opened.append(run_sync(open_loop(srv.url, payloads, open_rate, open_seconds, server=name)))
+            answers[name] = [post_generate(srv.url, body) for body in ask]
+    cmp = Comparison(
+        isolated={
+            "single_ms": float(np.median([r["single_ms"] for r in iso])),
+            "batched_qps": float(np.median([r["batched_qps"] for r in iso])),
+            "batch": iso[0]["batch"],
+            "threads": serving_threads(threads),
+            "passes": len(iso),
+            "batched_qps_passes": [r["batched_qps"] for r in iso],
+        },
+        served=served,
+        answers=answers,
+    )
     if baseline and model_dir is not None:
-        port = free_port()
-        argv = labkit_argv("serve", "baseline", "--model", str(model_dir), "--port", str(port),
-                           "--threads", str(threads), "--max-source-len", str(max_source_len))
-        with ServerProcess(argv, f"http://127.0.0.1:{port}/health", timeout=120, name="baseline",
-                           log_path=log_dir / "baseline.log") as srv:
-            for level in (1, 16):
-                cmp.baseline[level] = run_sync(closed_loop(srv.url, payloads, level, max(requests // 2, 2 * level),
-                                                           seconds, "baseline", warmup=1))
+        with ExitStack() as stack:
+            srv = start_stack(
+                "baseline", stack, Path(model_dir), int8_dir, log_dir, threads=threads, max_source_len=max_source_len
+            )
+            for level in levels:  # the baseline is slow: its runs end at the time bound
+                cmp.baseline[level] = run_sync(
+                    closed_loop(srv.url, payloads, level, max(requests // 2, 2 * level), seconds, "baseline", warmup=1)
+                )
+            if open_rate:
+                opened.append(run_sync(open_loop(srv.url, payloads, open_rate, open_seconds, server="baseline")))
+            cmp.answers["baseline"] = [post_generate(srv.url, body) for body in ask]
+    cmp.open_loop = opened
     return cmp
 
 
 def report(summary: dict) -> str:
     iso = summary["isolated"]
-    lines = [f"isolated int8 ({iso['threads']} ORT thread(s)): single {iso['single_ms']:.1f} ms/request, "
-             f"{iso['batch']} batched {iso['batched_qps']:.1f} requests/s",
-             f"{'server':22} {'c=1 p50 ms':>10} {'c=1 qps':>8} {'c=16 qps':>9} {'c=16 p50':>9} {'errors':>6}"]
-    for lvl_name, b in (("baseline", summary["baseline"]),):
-        if b:
-            lines.append(f"{lvl_name:22} {b[1]['p50_ms']:>10.1f} {b[1]['qps']:>8.1f} {b[16]['qps']:>9.1f} "
-                         f"{b[16]['p50_ms']:>9.1f} {b[1]['errors'] + b[16]['errors']:>6}")
+    lines = [
+        f"isolated int8 ({iso['threads']} ORT thread(s)): single {iso['single_ms']:.1f} ms/request, "
+        f"{iso['batch']} batched {iso['batched_qps']:.1f} requests/s",
+        f"{'server':22} {'c=1 p50 ms':>10} {'c=1 qps':>8} {'c=N qps':>9} {'c=N p50':>9} {'errors':>6}",
+    ]
+    b = summary["baseline"]
+    if b:
+        top = max(b)
+        lines.append(
+            f"{'baseline':22} {b[1]['p50_ms']:>10.1f} {b[1]['qps']:>8.1f} {b[top]['qps']:>9.1f} "
+            f"{b[top]['p50_ms']:>9.1f} {sum(v['errors'] for v in b.values()):>6}"
+        )
     for s, v in summary["settings"].items():
-        lines.append(f"{'api+triton ' + s:22} {v['c1']['p50_ms']:>10.1f} {v['c1']['qps']:>8.1f} {v['c16']['qps']:>9.1f} "
-                     f"{v['c16']['p50_ms']:>9.1f} {v['errors']:>6}")
+        lines.append(
+            f"{s:22} {v['c1']['p50_ms']:>10.1f} {v['c1']['qps']:>8.1f} {v['c16']['qps']:>9.1f} "
+            f"{v['c16']['p50_ms']:>9.1f} {v['errors']:>6}"
+        )
     for s, v in summary["settings"].items():
-        r, m = v["ratios"], v["met"]
-        parts = [f"c16 QPS / isolated batched {r['qps_c16_vs_isolated']:.2f} (>= 0.7: {m['qps_c16_vs_isolated']})",
-                 f"c1 p50 - single {r['p50_c1_over_single_ms']:+.1f} ms (<= 10: {m['p50_c1_over_single_ms']})",
-                 f"c1 p50 {r['p50_c1_ms']:.1f} ms (< 30: {m['p50_c1_ms']})"]
+        r, m, n = v["ratios"], v["met"], v["level"]
+        parts = [
+            f"c{n} QPS / isolated batched {r['qps_c16_vs_isolated']:.2f} "
+            f"({_target_text('qps_c16_vs_isolated')}: {m['qps_c16_vs_isolated']})",
+            f"c1 p50 - single {r['p50_c1_over_single_ms']:+.1f} ms "
+            f"({_target_text('p50_c1_over_single_ms')}: {m['p50_c1_over_single_ms']})",
+            f"c1 p50 {r['p50_c1_ms']:.1f} ms ({_target_text('p50_c1_ms')}: {m['p50_c1_ms']})",
+        ]
         if "qps_c16_vs_baseline" in r:
-            parts.append(f"c16 QPS / baseline {r['qps_c16_vs_baseline']:.1f}x (>= 20: {m['qps_c16_vs_baseline']})")
+            parts.append(
+                f"c{n} QPS / baseline {r['qps_c16_vs_baseline']:.1f}x "
+                f"({_target_text('qps_c16_vs_baseline')}: {m['qps_c16_vs_baseline']})"
+            )
         lines.append(f"{s}: " + "; ".join(parts))
     spread = [f"isolated batched {_span(iso.get('batched_qps_passes', []))} req/s"]
-    spread += [f"{s} c16 {_span(v['c16'].get('qps_rounds', []))} QPS" for s, v in summary["settings"].items()]
+    spread += [f"{s} c{v['level']} {_span(v['c16'].get('qps_rounds', []))} QPS" for s, v in summary["settings"].items()]
     lines.append("spread over the rounds: " + "; ".join(spread))
     return "\n".join(lines)
 
@@ -209,13 +290,99 @@ def run(args, payloads: Sequence[dict]) -> int:
     out = Path(args.out)
     model_dir = Path(args.model) if args.model else smoke_model(out / "smoke-model")
     int8_dir = Path(args.onnx) if args.onnx else int8_export(model_dir, out / "onnx-int8")
-    cmp = compare(int8_dir, model_dir, payloads, out / "logs", rounds=args.rounds, requests=args.requests,
-                  seconds=args.seconds, threads=args.threads, front_delay_us=args.queue_delay_us,
-                  baseline=not args.no_baseline)
+    cmp = compare(
+        int8_dir,
+        model_dir,
+        payloads,
+        out / "logs",
+        rounds=args.rounds,
+        requests=args.requests,
+        seconds=args.seconds,
+        threads=args.threads,
+        front_delay_us=args.queue_delay_us,
+        baseline=not args.no_baseline,
+    )
     summary = cmp.summary()
     print(report(summary))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(summary, f, indent=2, default=str)
-    errors = sum(v["errors"] for v in summary["settings"].values()) + sum(b["errors"] for b in summary["baseline"].values())
+    errors = sum(v["errors"] for v in summary["settings"].values()) + sum(
+        b["errors"] for b in summary["baseline"].values()
+    )
     return 1 if errors else 0
+
+
+# ---- `labkit bench serve` -------------------------------------------------
+
+
+def _default_payloads(n: int = 64) -> list[dict]:
+    from labkit.corpus import generate
+
+    return payloads_from_texts([a.body for a in generate(n, seed=12345)])
+
+
+def _run(args) -> int:
+    payloads = _default_payloads()
+    if args.compare:
+        return run(args, payloads)
+    levels = args.levels  # a list of ints >= 1 (parsed by int_list)
+    results = sweep(args.url, payloads, levels, args.requests, args.seconds, server=args.name)
+    if args.rate:
+        results.append(run_sync(open_loop(args.url, payloads, args.rate, args.open_seconds, server=args.name)))
+    rows = [r.to_dict() for r in results]
+    head = f"{'mode':6} {'level':>6} {'n':>5} {'err':>4} {'qps':>8} {'p50':>8} {'p95':>8} {'p99':>8}"
+    print(head)
+    for r in results:
+        print(
+            f"{r.mode:6} {r.level:>6g} {r.requests:>5} {r.errors:>4} {r.qps:>8.1f} {r.p50_ms:>8.1f} {r.p95_ms:>8.1f} {r.p99_ms:>8.1f}"
+        )
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump(rows, f, indent=2)
+    return 1 if any(r.errors for r in results) else 0
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("serve", help="load-test a running server on 127.0.0.1 (closed-loop sweep + open loop)")
+    p.add_argument(
+        "--url",
+        type=loopback_url,
+        default="http://127.0.0.1:8080",
+        help="server base URL (loopback only: 127.0.0.1, ::1, localhost)",
+    )
+    p.add_argument("--name", default="server", help="label for the results")
+    p.add_argument(
+        "--levels",
+        type=int_list,
+        default=list(LEVELS),
+        help=f"closed-loop concurrency levels, comma-separated (default {','.join(map(str, LEVELS))})",
+    )
+    p.add_argument("--requests", type=positive_int, default=200, help="requests per level (upper bound)")
+    p.add_argument("--seconds", type=positive_float, default=20.0, help="seconds per level (upper bound)")
+    p.add_argument("--rate", type=nonneg_float, default=0.0, help="open-loop requests/s (0 = skip the open-loop run)")
+    p.add_argument("--open-seconds", type=positive_float, default=10.0, help="open-loop duration")
+    p.add_argument("--json", type=writable_file, help="write the results as JSON here")
+    c = p.add_argument_group("--compare: start the servers here and measure them against the model's own limit")
+    c.add_argument(
+        "--compare",
+        action="store_true",
+        help="one run on one int8 model: isolated single/batched, api+triton before/now at 1 and 16 clients "
+        "(alternating), the baseline; ratios against the targets (--url is not used)",
+    )
+    c.add_argument(
+        "--model", type=existing_dir, help="save_pretrained folder (default: a seeded tiny smoke model built in --out)"
+    )
+    c.add_argument("--onnx", type=existing_dir, help="int8 ONNX folder of --model (default: exported into --out)")
+    c.add_argument(
+        "--out", type=writable_dir, default="runs/bench_serve", help="models and server logs (default runs/bench_serve)"
+    )
+    c.add_argument(
+        "--rounds", type=positive_int, default=2, help="alternations of the served settings (medians reported)"
+    )
+    c.add_argument(
+        "--threads", type=nonneg_int, default=0, help="ONNX Runtime/PyTorch threads (0: the servers' default)"
+    )
+    c.add_argument("--queue-delay-us", type=nonneg_int, default=10_000, help="the API batcher's longest wait (µs)")
+    c.add_argument("--no-baseline", action="store_true", help="skip the PyTorch pipeline server")
+    p.set_defaults(func=_run)

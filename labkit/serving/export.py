@@ -4,6 +4,7 @@ optimum-onnx 0.1.0 is the maintained home of the exporter and pins transformers 
 we chose that line (see docs/serving.md).  The export runs fully offline from a local
 `save_pretrained` directory: nothing is downloaded.
 """
+
 from __future__ import annotations
 
 import os

@@ -1,10 +1,11 @@
-"""`labkit bench serve`: an async load generator, bounded in requests and time, loopback only.
+"""The async load generator behind `labkit bench serve`: bounded in requests and time, loopback only.
 
 Closed loop: `concurrency` workers each send a request, wait for the answer, send the
 next -- throughput is what the server sustains at that many requests in flight.
 Open loop: requests start at a fixed rate whether or not earlier ones finished -- what
 users see when traffic does not slow down for a slow server (queues grow).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -17,8 +18,6 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from labkit.cli_errors import (existing_dir, int_list, loopback_url, nonneg_float, nonneg_int, positive_float,
-                                positive_int, writable_dir, writable_file)
 from labkit.serving.schema import GENERATE_PATH
 
 LEVELS = (1, 4, 16, 64)
@@ -27,14 +26,14 @@ LEVELS = (1, 4, 16, 64)
 @dataclass
 class LoadResult:
     server: str
-    mode: str          # "closed" or "open"
-    level: float       # concurrency (closed) or offered requests/s (open)
+    mode: str  # "closed" or "open"
+    level: float  # concurrency (closed) or offered requests/s (open)
     requests: int
     ok: int
-    errors: int        # non-2xx answers and transport errors
+    errors: int  # non-2xx answers and transport errors
     server_errors: int  # 5xx answers
     seconds: float
-    qps: float         # successful requests per second
+    qps: float  # successful requests per second
     p50_ms: float
     p95_ms: float
     p99_ms: float
@@ -61,9 +60,21 @@ def _summarise(server: str, mode: str, level: float, lat: list[float], codes: li
     ok_lat = np.array([l for l, c in zip(lat, codes) if 200 <= c < 300]) * 1e3
     ok = len(ok_lat)
     pct = (lambda q: float(np.percentile(ok_lat, q))) if ok else (lambda q: float("nan"))
-    return LoadResult(server, mode, level, len(codes), ok, len(codes) - ok, sum(500 <= c < 600 for c in codes),
-                      seconds, ok / seconds if seconds > 0 else 0.0, pct(50), pct(95), pct(99),
-                      float(ok_lat.mean()) if ok else float("nan"))
+    return LoadResult(
+        server,
+        mode,
+        level,
+        len(codes),
+        ok,
+        len(codes) - ok,
+        sum(500 <= c < 600 for c in codes),
+        seconds,
+        ok / seconds if seconds > 0 else 0.0,
+        pct(50),
+        pct(95),
+        pct(99),
+        float(ok_lat.mean()) if ok else float("nan"),
+    )
 
 
 JSON_HEADERS = {"Content-Type": "application/json"}
@@ -75,8 +86,9 @@ async def _one(client, url: str, payload: dict, lat: list[float], codes: list[in
 
     t0 = time.perf_counter() if t0 is None else t0
     try:
-        async with client.post(url, data=json.dumps(payload, ensure_ascii=False).encode("utf-8"),
-                               headers=JSON_HEADERS) as r:
+        async with client.post(
+            url, data=json.dumps(payload, ensure_ascii=False).encode("utf-8"), headers=JSON_HEADERS
+        ) as r:
             await r.read()  # the whole answer arrives before the clock stops
             code = r.status
     except (aiohttp.ClientError, asyncio.TimeoutError, OSError):
@@ -94,8 +106,16 @@ def _client(concurrency: int, timeout: float):
     return aiohttp.ClientSession(connector=conn, timeout=aiohttp.ClientTimeout(total=timeout))
 
 
-async def closed_loop(base_url: str, payloads: Sequence[dict], concurrency: int, max_requests: int,
-                      max_seconds: float, server: str = "", timeout: float = 120.0, warmup: int = 0) -> LoadResult:
+async def closed_loop(
+    base_url: str,
+    payloads: Sequence[dict],
+    concurrency: int,
+    max_requests: int,
+    max_seconds: float,
+    server: str = "",
+    timeout: float = 120.0,
+    warmup: int = 0,
+) -> LoadResult:
     """`concurrency` workers loop until `max_requests` were sent or `max_seconds` passed."""
     check_loopback(base_url)
     url = base_url.rstrip("/") + GENERATE_PATH
@@ -120,8 +140,15 @@ async def closed_loop(base_url: str, payloads: Sequence[dict], concurrency: int,
     return _summarise(server, "closed", concurrency, lat, codes, seconds)
 
 
-async def open_loop(base_url: str, payloads: Sequence[dict], rate: float, seconds: float, server: str = "",
-                    timeout: float = 120.0, max_in_flight: int = 256) -> LoadResult:
+async def open_loop(
+    base_url: str,
+    payloads: Sequence[dict],
+    rate: float,
+    seconds: float,
+    server: str = "",
+    timeout: float = 120.0,
+    max_in_flight: int = 256,
+) -> LoadResult:
     """Start `rate` requests per second for `seconds`; in-flight requests are capped (a bounded client).
 
     Each latency runs from the request's scheduled send time, so time spent waiting for a free
@@ -163,8 +190,15 @@ def run_sync(coro):
         return pool.submit(asyncio.run, coro).result()
 
 
-def sweep(base_url: str, payloads: Sequence[dict], levels: Sequence[int] = LEVELS, requests_per_level: int = 200,
-          seconds_per_level: float = 20.0, server: str = "", warmup: int = 2) -> list[LoadResult]:
+def sweep(
+    base_url: str,
+    payloads: Sequence[dict],
+    levels: Sequence[int] = LEVELS,
+    requests_per_level: int = 200,
+    seconds_per_level: float = 20.0,
+    server: str = "",
+    warmup: int = 2,
+) -> list[LoadResult]:
     """Closed-loop runs at each concurrency level (each bounded by requests and time)."""
     out = []
     for c in levels:
@@ -176,56 +210,3 @@ def sweep(base_url: str, payloads: Sequence[dict], levels: Sequence[int] = LEVEL
 def payloads_from_texts(texts: Sequence[str], tasks: Sequence[str] = ("title", "summary", "keywords")) -> list[dict]:
     """Request bodies cycling over tasks and texts."""
     return [{"task": tasks[i % len(tasks)], "text": t} for i, t in enumerate(texts)]
-
-
-def _default_payloads(n: int = 64) -> list[dict]:
-    from labkit.corpus import generate
-
-    return payloads_from_texts([a.body for a in generate(n, seed=12345)])
-
-
-def _run(args) -> int:
-    payloads = _default_payloads()
-    if args.compare:
-        from labkit.serving.bench import run
-
-        return run(args, payloads)
-    levels = args.levels  # a list of ints >= 1 (parsed by int_list)
-    results = sweep(args.url, payloads, levels, args.requests, args.seconds, server=args.name)
-    if args.rate:
-        results.append(run_sync(open_loop(args.url, payloads, args.rate, args.open_seconds, server=args.name)))
-    rows = [r.to_dict() for r in results]
-    head = f"{'mode':6} {'level':>6} {'n':>5} {'err':>4} {'qps':>8} {'p50':>8} {'p95':>8} {'p99':>8}"
-    print(head)
-    for r in results:
-        print(f"{r.mode:6} {r.level:>6g} {r.requests:>5} {r.errors:>4} {r.qps:>8.1f} {r.p50_ms:>8.1f} {r.p95_ms:>8.1f} {r.p99_ms:>8.1f}")
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(rows, f, indent=2)
-    return 1 if any(r.errors for r in results) else 0
-
-
-def register(subparsers) -> None:
-    p = subparsers.add_parser("serve", help="load-test a running server on 127.0.0.1 (closed-loop sweep + open loop)")
-    p.add_argument("--url", type=loopback_url, default="http://127.0.0.1:8080",
-                   help="server base URL (loopback only: 127.0.0.1, ::1, localhost)")
-    p.add_argument("--name", default="server", help="label for the results")
-    p.add_argument("--levels", type=int_list, default=list(LEVELS),
-                   help=f"closed-loop concurrency levels, comma-separated (default {','.join(map(str, LEVELS))})")
-    p.add_argument("--requests", type=positive_int, default=200, help="requests per level (upper bound)")
-    p.add_argument("--seconds", type=positive_float, default=20.0, help="seconds per level (upper bound)")
-    p.add_argument("--rate", type=nonneg_float, default=0.0, help="open-loop requests/s (0 = skip the open-loop run)")
-    p.add_argument("--open-seconds", type=positive_float, default=10.0, help="open-loop duration")
-    p.add_argument("--json", type=writable_file, help="write the results as JSON here")
-    c = p.add_argument_group("--compare: start the servers here and measure them against the model's own limit")
-    c.add_argument("--compare", action="store_true",
-                   help="one run on one int8 model: isolated single/batched, api+triton before/now at 1 and 16 clients "
-                        "(alternating), the baseline; ratios against the targets (--url is not used)")
-    c.add_argument("--model", type=existing_dir, help="save_pretrained folder (default: a seeded tiny smoke model built in --out)")
-    c.add_argument("--onnx", type=existing_dir, help="int8 ONNX folder of --model (default: exported into --out)")
-    c.add_argument("--out", type=writable_dir, default="runs/bench_serve", help="models and server logs (default runs/bench_serve)")
-    c.add_argument("--rounds", type=positive_int, default=2, help="alternations of the served settings (medians reported)")
-    c.add_argument("--threads", type=nonneg_int, default=0, help="ONNX Runtime/PyTorch threads (0: the servers' default)")
-    c.add_argument("--queue-delay-us", type=nonneg_int, default=10_000, help="the API batcher's longest wait (µs)")
-    c.add_argument("--no-baseline", action="store_true", help="skip the PyTorch pipeline server")
-    p.set_defaults(func=_run)

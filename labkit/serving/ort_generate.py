@@ -5,6 +5,7 @@ first decoder step without a cache, then one token per step feeding back the sel
 keys/values ("past") while the cross-attention keys/values from step one are reused.
 No torch is needed at serving time: numpy in, numpy out.
 """
+
 from __future__ import annotations
 
 import json
@@ -67,8 +68,9 @@ class OrtGenerator:
             tokenizer = AutoTokenizer.from_pretrained(self.dir)
         self.tokenizer = tokenizer
 
-    def generate_ids(self, input_ids: np.ndarray, attention_mask: np.ndarray,
-                     max_new_tokens: int | Sequence[int] = 48) -> list[list[int]]:
+    def generate_ids(
+        self, input_ids: np.ndarray, attention_mask: np.ndarray, max_new_tokens: int | Sequence[int] = 48
+    ) -> list[list[int]]:
         """Greedy token ids per row (without the start token, cut after the first eos).
 
         `max_new_tokens` may differ per row (a batch mixing titles and summaries): a row
@@ -81,7 +83,9 @@ class OrtGenerator:
         batch = input_ids.shape[0]
         hidden = self.encoder.run(None, {"input_ids": input_ids, "attention_mask": mask})[0]
         step_ids = np.full((batch, 1), self.start_id, dtype=np.int64)
-        outs = self.decoder.run(None, {"encoder_attention_mask": mask, "input_ids": step_ids, "encoder_hidden_states": hidden})
+        outs = self.decoder.run(
+            None, {"encoder_attention_mask": mask, "input_ids": step_ids, "encoder_hidden_states": hidden}
+        )
         named = dict(zip(self._first_out, outs))
         # cross-attention keys/values are fixed after step one; only the decoder's own grow
         past = {p: named[p.replace("past_key_values.", "present.")] for p in self._past_inputs}
@@ -106,7 +110,11 @@ class OrtGenerator:
 
     def encode(self, sources: list[str]) -> tuple[np.ndarray, np.ndarray]:
         enc = self.tokenizer(
-            list(sources), max_length=self.max_source_len, truncation=True, padding=True, return_tensors="np",
+            list(sources),
+            max_length=self.max_source_len,
+            truncation=True,
+            padding=True,
+            return_tensors="np",
             return_token_type_ids=False,
         )
         return enc["input_ids"], enc["attention_mask"]

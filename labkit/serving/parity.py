@@ -5,6 +5,7 @@ float differences may flip a near-tie argmax; we report the fraction identical a
 any mismatch).  int8 changes the numbers on purpose: the question is how much quality it
 costs, reported as a ROUGE-L (and keyword-F1) delta against the references.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
@@ -28,8 +29,9 @@ class Parity:
         return {**asdict(self), "fraction_identical": self.fraction_identical}
 
 
-def torch_greedy_ids(model, tokenizer, sources: Sequence[str], max_new_tokens: int, max_source_len: int,
-                     batch_size: int = 32) -> list[list[int]]:
+def torch_greedy_ids(
+    model, tokenizer, sources: Sequence[str], max_new_tokens: int, max_source_len: int, batch_size: int = 32
+) -> list[list[int]]:
     """PyTorch `generate` (greedy) token ids per source, cut after eos, start token dropped."""
     from labkit.model import generate_ids
 
@@ -49,15 +51,21 @@ def first_step_logit_diff(model, gen, sources: Sequence[str]) -> float:
     ids, mask = gen.encode(list(sources))
     start = np.full((ids.shape[0], 1), gen.start_id, dtype=np.int64)
     with torch.no_grad():
-        ref = model(input_ids=torch.from_numpy(ids), attention_mask=torch.from_numpy(mask),
-                    decoder_input_ids=torch.from_numpy(start)).logits.numpy()
+        ref = model(
+            input_ids=torch.from_numpy(ids),
+            attention_mask=torch.from_numpy(mask),
+            decoder_input_ids=torch.from_numpy(start),
+        ).logits.numpy()
     hidden = gen.encoder.run(None, {"input_ids": ids, "attention_mask": mask})[0]
-    got = gen.decoder.run(["logits"], {"encoder_attention_mask": mask, "input_ids": start, "encoder_hidden_states": hidden})[0]
+    got = gen.decoder.run(
+        ["logits"], {"encoder_attention_mask": mask, "input_ids": start, "encoder_hidden_states": hidden}
+    )[0]
     return float(np.abs(ref - got).max())
 
 
-def check_parity(model, tokenizer, gen, sources: Sequence[str], max_new_tokens: int = 32,
-                 batch_size: int = 32) -> Parity:
+def check_parity(
+    model, tokenizer, gen, sources: Sequence[str], max_new_tokens: int = 32, batch_size: int = 32
+) -> Parity:
     """Greedy tokens of PyTorch `model` vs ONNX Runtime generator `gen` on the same sources."""
     ref = torch_greedy_ids(model, tokenizer, sources, max_new_tokens, gen.max_source_len, batch_size)
     got: list[list[int]] = []
@@ -65,8 +73,13 @@ def check_parity(model, tokenizer, gen, sources: Sequence[str], max_new_tokens: 
         ids, mask = gen.encode(list(sources[i : i + batch_size]))
         got.extend(gen.generate_ids(ids, mask, max_new_tokens))
     mism = [
-        {"source": s[:40], "torch": tokenizer.decode(a, skip_special_tokens=True), "onnx": tokenizer.decode(b, skip_special_tokens=True)}
-        for s, a, b in zip(sources, ref, got) if a != b
+        {
+            "source": s[:40],
+            "torch": tokenizer.decode(a, skip_special_tokens=True),
+            "onnx": tokenizer.decode(b, skip_special_tokens=True),
+        }
+        for s, a, b in zip(sources, ref, got)
+        if a != b
     ]
     diff = first_step_logit_diff(model, gen, sources[: min(len(sources), batch_size)])
     return Parity(n=len(sources), identical=len(sources) - len(mism), max_abs_logit_diff=diff, mismatches=mism[:5])

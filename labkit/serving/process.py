@@ -6,6 +6,7 @@ Each server runs in its own process group (`start_new_session`), so stopping it
 SIGTERM when the process that started it dies, even by SIGKILL (`PR_SET_PDEATHSIG`),
 so `labkit serve api --start-triton` killed hard does not leave Triton running.
 """
+
 from __future__ import annotations
 
 import os
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Sequence
 
 from labkit.procs import LOOPBACK, free_port, stop_group
+from labkit.threads import WAIT_POLICY
 
 __all__ = ["LOOPBACK", "ServerProcess", "free_port", "labkit_argv", "server_env"]
 
@@ -37,6 +39,7 @@ def server_env(threads: int | None = None) -> dict[str, str]:
     env.setdefault("HF_HUB_OFFLINE", "1")
     env.setdefault("TOKENIZERS_PARALLELISM", "false")
     env["PYTHONUNBUFFERED"] = "1"
+    env.setdefault("OMP_WAIT_POLICY", WAIT_POLICY)  # a server's idle OpenMP threads sleep (labkit.threads)
     if threads:
         env["OMP_NUM_THREADS"] = str(threads)
     return env
@@ -69,8 +72,16 @@ class ServerProcess:
     ...     httpx.post(srv.url + "/v1/generate", json={...})
     """
 
-    def __init__(self, argv: Sequence[str], ready_url: str, timeout: float = 90.0, name: str | None = None,
-                 log_path: str | Path | None = None, env: dict[str, str] | None = None, ready_status: int = 200):
+    def __init__(
+        self,
+        argv: Sequence[str],
+        ready_url: str,
+        timeout: float = 90.0,
+        name: str | None = None,
+        log_path: str | Path | None = None,
+        env: dict[str, str] | None = None,
+        ready_status: int = 200,
+    ):
         self.argv = list(argv)
         self.ready_url = ready_url
         self.url = ready_url.split("/", 3)[0] + "//" + ready_url.split("/", 3)[2]
@@ -78,7 +89,9 @@ class ServerProcess:
         self.name = name or Path(self.argv[0]).name
         self.ready_status = ready_status
         self.env = env or server_env()
-        self.log_path = Path(log_path) if log_path else Path(tempfile.mkstemp(prefix=f"labkit-{self.name}-", suffix=".log")[1])
+        self.log_path = (
+            Path(log_path) if log_path else Path(tempfile.mkstemp(prefix=f"labkit-{self.name}-", suffix=".log")[1])
+        )
         self.proc: subprocess.Popen | None = None
         self.startup_s = float("nan")
 
@@ -86,8 +99,15 @@ class ServerProcess:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log = open(self.log_path, "wb")
         t0 = time.perf_counter()
-        self.proc = subprocess.Popen(self.argv, stdout=self._log, stderr=subprocess.STDOUT, env=self.env,
-                                     start_new_session=True, stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
+        self.proc = subprocess.Popen(
+            self.argv,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            env=self.env,
+            start_new_session=True,
+            stdin=subprocess.DEVNULL,
+            preexec_fn=_die_with_parent,
+        )
         try:
             self._wait_ready()
         except BaseException:
@@ -103,7 +123,9 @@ class ServerProcess:
         last = "no answer yet"
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"{self.name} exited with code {self.proc.returncode} before it was ready:\n{self.log_tail()}")
+                raise RuntimeError(
+                    f"{self.name} exited with code {self.proc.returncode} before it was ready:\n{self.log_tail()}"
+                )
             try:
                 r = httpx.get(self.ready_url, timeout=2.0)
                 if r.status_code == self.ready_status:
@@ -112,7 +134,9 @@ class ServerProcess:
             except httpx.HTTPError as exc:
                 last = type(exc).__name__
             time.sleep(0.2)
-        raise TimeoutError(f"{self.name} not ready at {self.ready_url} after {self.timeout:.0f}s ({last}):\n{self.log_tail()}")
+        raise TimeoutError(
+            f"{self.name} not ready at {self.ready_url} after {self.timeout:.0f}s ({last}):\n{self.log_tail()}"
+        )
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -140,4 +164,3 @@ class ServerProcess:
 
     def __exit__(self, *exc) -> None:
         self.stop()
-

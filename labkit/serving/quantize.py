@@ -4,6 +4,7 @@ Dynamic quantization stores weights as int8 and quantizes activations on the fly
 batch, so it needs no calibration data; on CPU the int8 MatMul kernels are where the
 speed comes from.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -41,5 +42,8 @@ def _quantize_all(src: Path, out: Path, per_channel: bool, quantize_dynamic, Qua
             out / name,
             weight_type=QuantType.QInt8,
             per_channel=per_channel,
-            op_types_to_quantize=["MatMul", "Gemm"],  # the embedding Gather stays fp32: int8 there costs quality for no speed
+            op_types_to_quantize=[
+                "MatMul",
+                "Gemm",
+            ],  # the embedding Gather stays fp32: int8 there costs quality for no speed
         )

@@ -8,6 +8,7 @@ through PyTriton's shared-memory proxy (no pickle).
 
 Model `labkit_t5`: inputs `task` and `text` (BYTES, one per request), output `output` (BYTES).
 """
+
 from __future__ import annotations
 
 import logging
@@ -30,9 +31,9 @@ class TritonSettings:
     grpc_port: int = 8001
     max_batch: int = 32
     queue_delay_us: int = 2000
-    threads: int = 0              # ONNX Runtime intra-op threads per instance; 0 -> all cores but one
-    instances: int = 1            # model instances (each its own sessions; Triton runs them concurrently)
-    max_source_len: int = 0       # 0: what the model was trained with (its tokenizer's model_max_length)
+    threads: int = 0  # ONNX Runtime intra-op threads per instance; 0 -> all cores but one
+    instances: int = 1  # model instances (each its own sessions; Triton runs them concurrently)
+    max_source_len: int = 0  # 0: what the model was trained with (its tokenizer's model_max_length)
     model_name: str = MODEL_NAME
 
 
@@ -69,13 +70,19 @@ def serve(s: TritonSettings) -> None:
 
     threads = serving_threads(s.threads)
     # one generator per instance: a fast tokenizer is not safe to share between threads ("Already borrowed")
-    gens = [OrtGenerator(s.onnx_dir, threads=threads, max_source_len=s.max_source_len) for _ in range(max(1, s.instances))]
+    gens = [
+        OrtGenerator(s.onnx_dir, threads=threads, max_source_len=s.max_source_len) for _ in range(max(1, s.instances))
+    ]
     for gen in gens:
         gen.generate([model_input("title", "预热")], 2)  # warm the sessions before the first request
     cfg = TritonConfig(
-        http_address=LOOPBACK, http_port=s.http_port,
-        grpc_address=LOOPBACK, grpc_port=s.grpc_port,
-        allow_metrics=False, log_verbose=0, exit_timeout_secs=5,
+        http_address=LOOPBACK,
+        http_port=s.http_port,
+        grpc_address=LOOPBACK,
+        grpc_port=s.grpc_port,
+        allow_metrics=False,
+        log_verbose=0,
+        exit_timeout_secs=5,
     )
     with Triton(config=cfg) as triton:
         triton.bind(
@@ -92,8 +99,16 @@ def serve(s: TritonSettings) -> None:
             # [/fix:dynamic_batching]
             strict=True,
         )
-        LOG.warning("triton serving %s on http://%s:%d (max_batch=%d, queue_delay=%dus, instances=%d, ort threads=%d)",
-                    s.model_name, LOOPBACK, s.http_port, s.max_batch, s.queue_delay_us, len(gens), threads)
+        LOG.warning(
+            "triton serving %s on http://%s:%d (max_batch=%d, queue_delay=%dus, instances=%d, ort threads=%d)",
+            s.model_name,
+            LOOPBACK,
+            s.http_port,
+            s.max_batch,
+            s.queue_delay_us,
+            len(gens),
+            threads,
+        )
         triton.serve()
 
 
@@ -102,16 +117,43 @@ def ready_url(http_port: int, model_name: str = MODEL_NAME) -> str:
     return f"http://{LOOPBACK}:{http_port}/v2/models/{model_name}/ready"
 
 
-def start_triton(onnx_dir, max_batch: int = 32, queue_delay_us: int = 2000, threads: int = 0,
-                 max_source_len: int = 0, log_path=None, port: int | None = None, instances: int = 1) -> ServerProcess:
-    """A `ServerProcess` for `labkit serve triton` on a free loopback port (enter it to start).
+def start_triton(
+    onnx_dir,
+    max_batch: int = 32,
+    queue_delay_us: int = 2000,
+    threads: int = 0,
+    max_source_len: int = 0,
+    log_path=None,
+    port: int | None = None,
+    instances: int = 1,
+    grpc_port: int | None = None,
+) -> ServerProcess:
+    """A `ServerProcess` for `labkit serve triton` on free loopback ports, or the ones given (enter it to start).
 
-    `.url` is its HTTP endpoint, `.grpc_url` (`grpc://127.0.0.1:PORT`) its gRPC one."""
+    `.url` is its HTTP endpoint, `.grpc_url` (`grpc://127.0.0.1:PORT`) its gRPC one; a restart
+    (`labkit.serving.supervisor`) passes the same ports again, so clients keep their addresses."""
     port = port or free_port()
-    grpc_port = free_port()
-    argv = labkit_argv("serve", "triton", "--onnx", str(onnx_dir), "--port", str(port), "--grpc-port", str(grpc_port),
-                       "--max-batch", str(max_batch), "--queue-delay-us", str(queue_delay_us),
-                       "--threads", str(threads), "--max-source-len", str(max_source_len), "--instances", str(instances))
+    grpc_port = grpc_port or free_port()
+    argv = labkit_argv(
+        "serve",
+        "triton",
+        "--onnx",
+        str(onnx_dir),
+        "--port",
+        str(port),
+        "--grpc-port",
+        str(grpc_port),
+        "--max-batch",
+        str(max_batch),
+        "--queue-delay-us",
+        str(queue_delay_us),
+        "--threads",
+        str(threads),
+        "--max-source-len",
+        str(max_source_len),
+        "--instances",
+        str(instances),
+    )
     srv = ServerProcess(argv, ready_url(port), timeout=120, name="triton", log_path=log_path)
     srv.grpc_url = f"grpc://{LOOPBACK}:{grpc_port}"  # what `labkit serve api --triton-url` takes for gRPC
     return srv

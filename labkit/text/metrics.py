@@ -1,4 +1,5 @@
 """Generation metrics for Chinese: character-level ROUGE-L, keyword F1, repetition."""
+
 from __future__ import annotations
 
 import re

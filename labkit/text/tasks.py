@@ -7,6 +7,7 @@ tells it which one::
     摘要：<body>   -> summary
     关键词：<body> -> keywords joined by "，"
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
@@ -72,7 +73,9 @@ def make_examples(records: Iterable[Any], tasks: Sequence[str] = TASKS) -> list[
         rid = str(record_field(rec, "id", None) or i)
         body = record_field(rec, "body")
         if not body or not str(body).strip():
-            raise ValueError(f"record {rid!r} (#{i}) has no body: clean the data first (labkit clean) or drop it explicitly")
+            raise ValueError(
+                f"record {rid!r} (#{i}) has no body: clean the data first (labkit clean) or drop it explicitly"
+            )
         for task in tasks:
             tgt = _target(rec, task)
             if tgt and str(tgt).strip():
@@ -107,7 +110,9 @@ class Seq2SeqCollator:
         # [fix:truncation]
         if self.max_source_len is not None:
             # keep the closing </s>: truncate the text, not the end marker
-            src = [s if len(s) <= self.max_source_len else s[: self.max_source_len - 1] + [tok.eos_token_id] for s in src]
+            src = [
+                s if len(s) <= self.max_source_len else s[: self.max_source_len - 1] + [tok.eos_token_id] for s in src
+            ]
         # [/fix:truncation]
         tgt = tok([e.target for e in examples], add_special_tokens=True)["input_ids"]
         tgt = [t if len(t) <= self.max_target_len else t[: self.max_target_len - 1] + [tok.eos_token_id] for t in tgt]

@@ -13,6 +13,7 @@ same truncation costs about the same; the price is ~1.8x longer sequences
 
 Whitespace is kept as the token "▁" so Latin text and numbers round-trip.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -28,7 +29,9 @@ SPACE = "▁"
 # Full-width letters and digits (ＡＢＣ１２３) share ids with their ASCII forms.  Only
 # these: NFKC would also turn the CJK punctuation ，：！？（） into ASCII -- the same
 # damage as ftfy's width fix -- and a model trained on it writes "," in Chinese titles.
-_FULLWIDTH_ALNUM = [chr(c) for r in ((0xFF10, 0xFF19), (0xFF21, 0xFF3A), (0xFF41, 0xFF5A)) for c in range(r[0], r[1] + 1)]
+_FULLWIDTH_ALNUM = [
+    chr(c) for r in ((0xFF10, 0xFF19), (0xFF21, 0xFF3A), (0xFF41, 0xFF5A)) for c in range(r[0], r[1] + 1)
+]
 _FULLWIDTH_FOLD = [normalizers.Replace(c, chr(ord(c) - 0xFEE0)) for c in _FULLWIDTH_ALNUM]
 
 
@@ -61,7 +64,11 @@ def train_tokenizer(texts: Iterable[str], vocab_size: int = 6000, min_frequency:
         single=f"$A {EOS}", pair=f"$A {EOS} $B {EOS}", special_tokens=[(EOS, tok.token_to_id(EOS))]
     )
     return PreTrainedTokenizerFast(
-        tokenizer_object=tok, pad_token=PAD, eos_token=EOS, unk_token=UNK, model_max_length=100_000,
+        tokenizer_object=tok,
+        pad_token=PAD,
+        eos_token=EOS,
+        unk_token=UNK,
+        model_max_length=100_000,
         model_input_names=["input_ids", "attention_mask"],  # T5 takes no token_type_ids
     )
 
@@ -93,7 +100,7 @@ def unk_rate(tokenizer, texts: Iterable[str]) -> float:
 # own place, the tokenizer's `model_max_length` (tokenizer_config.json; public T5 checkpoints say
 # 512), so the export folder, Triton and `AutoTokenizer(...)(truncation=True)` all see it.
 DEFAULT_SOURCE_LEN = 128
-NO_LIMIT = 100_000   # what an untrained labkit tokenizer says (HF's "unset" is ~1e30): no length recorded
+NO_LIMIT = 100_000  # what an untrained labkit tokenizer says (HF's "unset" is ~1e30): no length recorded
 
 
 def save_with_source_len(tokenizer, path: str | Path, max_source_len: int | None) -> None:
@@ -104,7 +111,7 @@ def save_with_source_len(tokenizer, path: str | Path, max_source_len: int | None
     try:
         tokenizer.save_pretrained(str(path))
     finally:
-        tokenizer.model_max_length = before   # the object in memory keeps behaving as before
+        tokenizer.model_max_length = before  # the object in memory keeps behaving as before
 
 
 def trained_source_len(folder: str | Path, default: int = DEFAULT_SOURCE_LEN) -> int:

@@ -6,6 +6,7 @@ drifts, and each round rotates the order) and each configuration is compared wit
 loop of the same round: the reported ratio is the median of those per-round ratios.
 Targets: monitoring off >= 0.95, monitoring on >= 0.85 of the plain loop.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,6 +36,7 @@ def plain_loop(model, examples, collator, steps: int, batch_size: int, lr: float
 
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
     sched = make_scheduler(opt, "linear", 0, steps)
+
     def order_of(epoch: int) -> list[int]:
         # the trainer's order: a fresh permutation each epoch (same generator seeds), so both
         # loops see the same batches -- and the same padding -- at every step
@@ -60,8 +62,15 @@ def plain_loop(model, examples, collator, steps: int, batch_size: int, lr: float
     return steps * batch_size / (time.perf_counter() - t0)
 
 
-def run(steps: int = 30, batch_size: int = 16, rounds: int = 3, seed: int = 0, n_articles: int = 400,
-        max_source_len: int = 128, threads: int = 1) -> dict:
+def run(
+    steps: int = 30,
+    batch_size: int = 16,
+    rounds: int = 3,
+    seed: int = 0,
+    n_articles: int = 400,
+    max_source_len: int = 128,
+    threads: int = 1,
+) -> dict:
     import torch
 
     from labkit.config import seed_everything, set_threads
@@ -79,6 +88,7 @@ def run(steps: int = 30, batch_size: int = 16, rounds: int = 3, seed: int = 0, n
 
     runs: dict[str, list[float]] = {"plain": [], "monitor_off": [], "monitor_on": []}
     cpu: dict[str, list[float]] = {k: [] for k in runs}  # samples per CPU-second: robust to a busy machine
+
     def plain():
         return plain_loop(fresh(), examples, collator, steps, batch_size, 1e-3, seed)
 
@@ -89,7 +99,7 @@ def run(steps: int = 30, batch_size: int = 16, rounds: int = 3, seed: int = 0, n
     configs = [("plain", plain), ("monitor_off", trainer(False)), ("monitor_on", trainer(True))]
     for r in range(rounds):
         # rotate the order so no configuration always runs first (caches, clock ramp-up)
-        for name, fn in configs[r % 3:] + configs[: r % 3]:
+        for name, fn in configs[r % 3 :] + configs[: r % 3]:
             c0 = time.process_time()
             runs[name].append(fn())
             cpu[name].append(steps * batch_size / (time.process_time() - c0))
@@ -97,8 +107,12 @@ def run(steps: int = 30, batch_size: int = 16, rounds: int = 3, seed: int = 0, n
     med_cpu = {k: statistics.median(v) for k, v in cpu.items()}
     # the machine's speed drifts between rounds (measured: 52 -> 64 samples/s for the same loop), so compare
     # each configuration with the plain loop of the *same* round and take the median of those ratios
-    paired = {k: statistics.median(a / b for a, b in zip(runs[k], runs["plain"])) for k in ("monitor_off", "monitor_on")}
-    paired_cpu = {k: statistics.median(a / b for a, b in zip(cpu[k], cpu["plain"])) for k in ("monitor_off", "monitor_on")}
+    paired = {
+        k: statistics.median(a / b for a, b in zip(runs[k], runs["plain"])) for k in ("monitor_off", "monitor_on")
+    }
+    paired_cpu = {
+        k: statistics.median(a / b for a, b in zip(cpu[k], cpu["plain"])) for k in ("monitor_off", "monitor_on")
+    }
     return {
         "samples_per_s": med,
         "samples_per_cpu_s": med_cpu,
@@ -109,20 +123,31 @@ def run(steps: int = 30, batch_size: int = 16, rounds: int = 3, seed: int = 0, n
         "targets": {"monitor_off": 0.95, "monitor_on": 0.85},
         "rounds": runs,
         "rounds_cpu": cpu,
-        "config": {"steps": steps, "batch_size": batch_size, "max_source_len": max_source_len, "threads": threads,
-                   "torch": torch.__version__},
+        "config": {
+            "steps": steps,
+            "batch_size": batch_size,
+            "max_source_len": max_source_len,
+            "threads": threads,
+            "torch": torch.__version__,
+        },
     }
 
 
 def _main(args: argparse.Namespace) -> int:
-    res = run(args.steps, args.batch_size, args.rounds, args.seed, max_source_len=args.max_source_len, threads=args.threads)
+    res = run(
+        args.steps, args.batch_size, args.rounds, args.seed, max_source_len=args.max_source_len, threads=args.threads
+    )
     s = res["samples_per_s"]
     print(f"plain loop      {s['plain']:8.1f} samples/s")
-    print(f"trainer, no mon {s['monitor_off']:8.1f} samples/s  ({res['ratio_monitor_off']:.3f} of plain, median of "
-          f"per-round ratios; target >= 0.95)")
+    print(
+        f"trainer, no mon {s['monitor_off']:8.1f} samples/s  ({res['ratio_monitor_off']:.3f} of plain, median of "
+        f"per-round ratios; target >= 0.95)"
+    )
     print(f"trainer, mon    {s['monitor_on']:8.1f} samples/s  ({res['ratio_monitor_on']:.3f} of plain; target >= 0.85)")
-    print(f"per CPU-second (robust on a shared machine): monitor off {res['cpu_ratio_monitor_off']:.3f}, "
-          f"monitor on {res['cpu_ratio_monitor_on']:.3f} of plain")
+    print(
+        f"per CPU-second (robust on a shared machine): monitor off {res['cpu_ratio_monitor_off']:.3f}, "
+        f"monitor on {res['cpu_ratio_monitor_on']:.3f} of plain"
+    )
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
             json.dump(res, fh, indent=1)
@@ -133,8 +158,12 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("train", help="trainer throughput vs a plain PyTorch loop (monitoring off/on)")
     p.add_argument("--steps", type=positive_int, default=30, help="optimizer steps per timed run (default 30)")
     p.add_argument("--batch-size", type=positive_int, default=16, help="examples per step (default 16)")
-    p.add_argument("--rounds", type=positive_int, default=3,
-                   help="rounds of plain / monitor off / monitor on, order rotated each round (default 3)")
+    p.add_argument(
+        "--rounds",
+        type=positive_int,
+        default=3,
+        help="rounds of plain / monitor off / monitor on, order rotated each round (default 3)",
+    )
     p.add_argument("--seed", type=int, default=0, help="seed of the data and the model (default 0)")
     p.add_argument("--max-source-len", type=positive_int, default=128, help="input tokens kept (default 128)")
     p.add_argument("--threads", type=positive_int, default=1, help="torch threads (default 1)")

@@ -6,24 +6,27 @@ Layout of one checkpoint directory ``<ckpt_dir>/step-000120/``::
     state.pt            optimizer, scheduler, RNG states, data position (torch.save; loaded weights_only=True)
     meta.json           step, the train config and model config fingerprints
 
-Writes are atomic: everything goes to a temporary sibling directory that is
-renamed into place, then ``latest`` (a one-line file) is replaced; a crash
-mid-save leaves the previous checkpoint and pointer intact.
+A sharded (FSDP) model's checkpoint holds DCP files instead of model.safetensors: every rank writes
+its own shards of the model and optimizer (``.metadata``, ``__<rank>_0.distcp``), rank 0 the rest of
+state.pt; it loads at another world size (`labkit.distributed.sharding`).
+
+Writes are atomic (`labkit.atomic.publish`): everything goes to a hidden sibling
+directory that is renamed into place, then ``latest`` (a one-line file) is replaced;
+a crash mid-save leaves the previous checkpoint and pointer intact.
 """
+
 from __future__ import annotations
 
 import json
-import os
 import random
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
-from labkit.jsonl import atomic_write_text
+from labkit.atomic import atomic_write_text, publish
 
 
 class CheckpointError(RuntimeError):
@@ -52,29 +55,28 @@ def set_rng_state(state: dict[str, Any]) -> None:
         torch.cuda.set_rng_state_all(state["cuda"])
 
 
-def save_checkpoint(ckpt_dir: str | Path, step: int, model, optimizer, scheduler, data_pos: dict,
-                    meta: dict, keep: int = 2) -> Path:
+def save_checkpoint(
+    ckpt_dir: str | Path, step: int, model, optimizer, scheduler, data_pos: dict, meta: dict, keep: int = 2
+) -> Path:
     """Atomically write checkpoint `step` under `ckpt_dir`; keeps the newest `keep`."""
     from safetensors.torch import save_model
 
     ckpt_dir = Path(ckpt_dir)
     ckpt_dir.mkdir(parents=True, exist_ok=True)
     final = ckpt_dir / f"step-{step:06d}"
-    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-step-{step:06d}-", dir=ckpt_dir))
-    try:
+    with publish(final, directory=True) as (tmp,):
         save_model(model, str(tmp / "model.safetensors"))
-        torch.save({"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
-                    "rng": rng_state(), "data": dict(data_pos), "step": step}, tmp / "state.pt")
+        torch.save(
+            {
+                "optimizer": optimizer.state_dict(),
+                "scheduler": scheduler.state_dict(),
+                "rng": rng_state(),
+                "data": dict(data_pos),
+                "step": step,
+            },
+            tmp / "state.pt",
+        )
         (tmp / "meta.json").write_text(json.dumps({"step": step, **meta}, ensure_ascii=False, indent=1, default=str))
-        for f in tmp.iterdir():  # data on disk before the rename makes it visible
-            with open(f, "rb") as fh:
-                os.fsync(fh.fileno())
-        if final.exists():
-            shutil.rmtree(final)
-        os.replace(tmp, final)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     atomic_write_text(ckpt_dir / "latest", final.name + "\n")
     old = sorted(p for p in ckpt_dir.glob("step-*") if p.is_dir())
     for p in old[:-keep] if keep > 0 else []:
@@ -82,14 +84,67 @@ def save_checkpoint(ckpt_dir: str | Path, step: int, model, optimizer, scheduler
     return final
 
 
+def save_sharded_checkpoint(
+    ckpt_dir: str | Path,
+    step: int,
+    model,
+    optimizer,
+    scheduler,
+    data_pos: dict,
+    meta: dict,
+    is_main: bool,
+    barrier,
+    keep: int = 2,
+) -> Path:
+    """`save_checkpoint` for a sharded model: a collective, called on every rank.
+
+    All ranks write their shards into one hidden staging directory; after a barrier rank 0 adds
+    state.pt (scheduler, RNG, data position; the optimizer is in the shards) and meta.json, renames it
+    into place and moves `latest`."""
+    from labkit.distributed.sharding import save_sharded
+
+    ckpt_dir = Path(ckpt_dir)
+    final = ckpt_dir / f"step-{step:06d}"
+    staging = ckpt_dir / f".{final.name}.partial"  # one name every rank agrees on (not a per-process temp)
+    if is_main:
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir(parents=True)
+    barrier()
+    save_sharded(staging, model, optimizer)
+    barrier()
+    if is_main:
+        torch.save(
+            {"scheduler": scheduler.state_dict(), "rng": rng_state(), "data": dict(data_pos), "step": step},
+            staging / "state.pt",
+        )
+        (staging / "meta.json").write_text(
+            json.dumps({"step": step, **meta}, ensure_ascii=False, indent=1, default=str)
+        )
+        shutil.rmtree(final, ignore_errors=True)
+        staging.rename(final)
+        atomic_write_text(ckpt_dir / "latest", final.name + "\n")
+        old = sorted(p for p in ckpt_dir.glob("step-*") if p.is_dir())
+        for p in old[:-keep] if keep > 0 else []:
+            shutil.rmtree(p, ignore_errors=True)
+    barrier()
+    return final
+
+
+def is_sharded_checkpoint(path: str | Path) -> bool:
+    """A DCP checkpoint (written by a sharded model on every rank)?"""
+    return (Path(path) / ".metadata").exists()
+
+
 def resolve_checkpoint(path: str | Path) -> Path:
     """A checkpoint directory from itself or from a ckpt_dir holding `latest`."""
     path = Path(path)
     if (path / "latest").exists():
         return path / (path / "latest").read_text().strip()
-    if (path / "model.safetensors").exists() or (path / "state.pt").exists():
+    if (path / "model.safetensors").exists() or (path / "state.pt").exists() or is_sharded_checkpoint(path):
         return path
-    raise CheckpointError(f"no checkpoint at {path}: expected a step-NNNNNN directory or a ckpt_dir with a 'latest' file")
+    raise CheckpointError(
+        f"no checkpoint at {path}: expected a step-NNNNNN directory or a ckpt_dir with a 'latest' file"
+    )
 
 
 def load_checkpoint(path: str | Path, model, optimizer, scheduler, meta: dict) -> dict:
@@ -103,33 +158,60 @@ def load_checkpoint(path: str | Path, model, optimizer, scheduler, meta: dict) -
     from safetensors.torch import load_model
 
     ck = resolve_checkpoint(path)
-    for name in ("model.safetensors", "state.pt", "meta.json"):
+    sharded = is_sharded_checkpoint(ck)
+    for name in (".metadata" if sharded else "model.safetensors", "state.pt", "meta.json"):
         if not (ck / name).exists():
-            raise CheckpointError(f"checkpoint {ck} is incomplete ({name} missing): delete it and resume from an earlier one")
+            raise CheckpointError(
+                f"checkpoint {ck} is incomplete ({name} missing): delete it and resume from an earlier one"
+            )
     try:
         saved = json.loads((ck / "meta.json").read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise CheckpointError(f"checkpoint {ck}/meta.json is corrupted ({exc}): delete {ck} and resume from an earlier one") from exc
-    diff = sorted(k for k in meta if k in saved and json.dumps(saved[k], sort_keys=True, default=str)
-                  != json.dumps(meta[k], sort_keys=True, default=str))
+        raise CheckpointError(
+            f"checkpoint {ck}/meta.json is corrupted ({exc}): delete {ck} and resume from an earlier one"
+        ) from exc
+    diff = sorted(
+        k
+        for k in meta
+        if k in saved
+        and json.dumps(saved[k], sort_keys=True, default=str) != json.dumps(meta[k], sort_keys=True, default=str)
+    )
     if diff:
         raise CheckpointError(
             f"checkpoint {ck} was written by a different configuration (differs in {diff}): "
             f"resume with the same model preset and settings, or start a fresh ckpt_dir"
         )
-    try:
-        missing, unexpected = load_model(model, str(ck / "model.safetensors"), strict=False)
-    except (SafetensorError, OSError, ValueError, RuntimeError) as exc:
-        raise CheckpointError(f"checkpoint {ck}/model.safetensors cannot be read ({exc}): the file is corrupted or "
-                              f"from another model; delete {ck} and resume from an earlier one") from exc
-    if missing or unexpected:
-        raise CheckpointError(f"checkpoint {ck} does not match this model (missing {missing[:3]}, unexpected {unexpected[:3]})")
+    if sharded:
+        from labkit.distributed.sharding import load_sharded
+
+        try:  # every rank reads the shards it needs now, whatever the world size that wrote them
+            load_sharded(ck, model, optimizer)
+        except Exception as exc:  # noqa: BLE001 -- DCP raises its own types for missing/garbled shards
+            raise CheckpointError(
+                f"checkpoint {ck} (sharded) cannot be loaded into this model ({type(exc).__name__}: {exc}): "
+                f"delete {ck} and resume from an earlier one"
+            ) from exc
+    else:
+        try:
+            missing, unexpected = load_model(model, str(ck / "model.safetensors"), strict=False)
+        except (SafetensorError, OSError, ValueError, RuntimeError) as exc:
+            raise CheckpointError(
+                f"checkpoint {ck}/model.safetensors cannot be read ({exc}): the file is corrupted or "
+                f"from another model; delete {ck} and resume from an earlier one"
+            ) from exc
+        if missing or unexpected:
+            raise CheckpointError(
+                f"checkpoint {ck} does not match this model (missing {missing[:3]}, unexpected {unexpected[:3]})"
+            )
     try:
         state = torch.load(ck / "state.pt", map_location="cpu", weights_only=True)
     except Exception as exc:  # torch raises several types for truncated/garbled zip files
-        raise CheckpointError(f"checkpoint {ck}/state.pt cannot be read ({type(exc).__name__}: {exc}): "
-                              f"delete {ck} and resume from an earlier one") from exc
-    optimizer.load_state_dict(state["optimizer"])
+        raise CheckpointError(
+            f"checkpoint {ck}/state.pt cannot be read ({type(exc).__name__}: {exc}): "
+            f"delete {ck} and resume from an earlier one"
+        ) from exc
+    if not sharded:  # a sharded checkpoint's optimizer came with the shards
+        optimizer.load_state_dict(state["optimizer"])
     scheduler.load_state_dict(state["scheduler"])
     set_rng_state(state["rng"])
     return {"step": int(state["step"]), **state["data"]}

@@ -5,10 +5,11 @@ The broken recipe and each fix are settings of the same `run_recipe` call
 restarts + warmup, `max_source_len=None` vs a limit), so the comparison changes
 exactly one thing at a time.
 """
+
 from __future__ import annotations
 
 import random
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Sequence
 
 from labkit.text.tasks import Example
@@ -16,7 +17,9 @@ from labkit.text.tasks import Example
 JUNK = "🔥★※①②№€™～￥…\u200b\u3000▲◆■□●◎♀♂"
 
 
-def hostile_examples(examples: Sequence[Example], n: int, seed: int, repeat: int = 3, junk_len: int = 40) -> list[Example]:
+def hostile_examples(
+    examples: Sequence[Example], n: int, seed: int, repeat: int = 3, junk_len: int = 40
+) -> list[Example]:
     """`n` crawl-style accidents: a body pasted `repeat` times with runs of symbols/emoji between.
 
     They are several times longer than any clean article and full of characters
@@ -27,7 +30,9 @@ def hostile_examples(examples: Sequence[Example], n: int, seed: int, repeat: int
         e = examples[rng.randrange(len(examples))]
         body = e.source
         junk = lambda: "".join(rng.choice(JUNK) for _ in range(junk_len))  # noqa: E731
-        out.append(replace(e, id=f"hostile-{i}/{e.id}", source=body + "".join(junk() + body for _ in range(repeat - 1))))
+        out.append(
+            replace(e, id=f"hostile-{i}/{e.id}", source=body + "".join(junk() + body for _ in range(repeat - 1)))
+        )
     return out
 
 
@@ -37,9 +42,38 @@ def mix(clean: Sequence[Example], hostile: Sequence[Example], seed: int) -> list
     return data
 
 
-def run_recipe(tokenizer, data: Sequence[Example], *, steps: int, batch_size: int, lr: float, seed: int,
-               clip: float | None, schedule: str, warmup_steps: int, max_source_len: int | None,
-               log_dir: str | None = None, preset: str = "tiny", spike_factor: float = 5.0):
+def spiky_trace(steps: int = 300, seed: int = 0, typical: float = 0.3, spikes: int = 12) -> list[float]:
+    """A total gradient-norm trace shaped like a larger, healthy run's, for choosing a clip threshold.
+
+    This notebook's tiny model gives no such trace: at a sane learning rate its unclipped norm rises smoothly
+    (~0.4 to ~2 over 60 smoke steps) with no spike to find. Here the ordinary steps scatter log-normally
+    (sigma 0.25) around `typical` with a slow 20 % drift up, and `spikes` steps -- the batches a crawl accident
+    or a bad update lands on -- are 5 to 40 times `typical`. Seeded: the same list for the same arguments."""
+    import math
+
+    rng = random.Random(seed)
+    norms = [typical * math.exp(rng.gauss(0.0, 0.25)) * (1 + 0.2 * s / steps) for s in range(steps)]
+    for s in rng.sample(range(steps), spikes):
+        norms[s] = typical * rng.uniform(5.0, 40.0)
+    return [round(x, 4) for x in norms]
+
+
+def run_recipe(
+    tokenizer,
+    data: Sequence[Example],
+    *,
+    steps: int,
+    batch_size: int,
+    lr: float,
+    seed: int,
+    clip: float | None,
+    schedule: str,
+    warmup_steps: int,
+    max_source_len: int | None,
+    log_dir: str | None = None,
+    preset: str = "tiny",
+    spike_factor: float = 5.0,
+):
     """Train a fresh `preset` model (initialised from `seed`) with the given recipe; returns its History.
 
     Non-finite values never stop the run (policy "ignore") so the notebook can
@@ -51,27 +85,32 @@ def run_recipe(tokenizer, data: Sequence[Example], *, steps: int, batch_size: in
 
     seed_everything(seed)
     model = build_model(preset, len(tokenizer))
-    cfg = TrainConfig(steps=steps, batch_size=batch_size, lr=lr, seed=seed, clip=clip, schedule=schedule,
-                      warmup_steps=warmup_steps, nonfinite="ignore", log_dir=log_dir, spike_factor=spike_factor)
+    cfg = TrainConfig(
+        steps=steps,
+        batch_size=batch_size,
+        lr=lr,
+        seed=seed,
+        clip=clip,
+        schedule=schedule,
+        warmup_steps=warmup_steps,
+        nonfinite="ignore",
+        log_dir=log_dir,
+        spike_factor=spike_factor,
+    )
     return Trainer(model, data, Seq2SeqCollator(tokenizer, max_source_len, 48), cfg).fit()
 
 
-def hostile_steps(data: Sequence[Example], *, steps: int, batch_size: int, seed: int) -> list[int]:
-    """The steps (0-based) whose batch holds a hostile example, in a single-process `Trainer` run
-    (no sampler, grad_accum 1): the same seeded order per epoch that `Trainer._order` draws."""
-    import torch
+def hostile_steps(data: Sequence[Example], history) -> list[int]:
+    """The steps (0-based) of a finished run whose batch held a hostile example.
 
-    out, epoch, pos = [], 0, 0
-    order = torch.randperm(len(data), generator=torch.Generator().manual_seed(seed * 100_003)).tolist()
-    bs = min(batch_size, len(order))
-    for step in range(steps):
-        if pos + bs > len(order):
-            epoch, pos = epoch + 1, 0
-            order = torch.randperm(len(data), generator=torch.Generator().manual_seed(seed * 100_003 + epoch)).tolist()
-        if any(data[i].id.startswith("hostile-") for i in order[pos : pos + bs]):
-            out.append(step)
-        pos += bs
-    return out
+    Read from the run's own record of what it trained on (`History.seen`, the example indices in
+    order), so the answer is the order the trainer drew, whatever its sampler or epochs."""
+    per_step = len(history.seen) // max(len(history.steps), 1)
+    return [
+        step
+        for step in range(len(history.steps))
+        if any(data[i].id.startswith("hostile-") for i in history.seen[step * per_step : (step + 1) * per_step])
+    ]
 
 
 def hostile_loss_jump(losses: Sequence[float], at_steps: Sequence[int]) -> float:
@@ -99,3 +138,102 @@ def loss_spike_factor(losses: Sequence[float], window: int = 5) -> float:
             return math.inf
         worst = max(worst, losses[i] / max(min(losses[i - window : i]), 1e-12))
     return worst
+
+
+BROKEN, TRUNCATED, LR_ONLY, FIXED = "broken", "+ truncation", "+ lr 3e-3", "+ clip + warmup/cosine restarts"
+
+
+def fix_recipes(
+    broken: dict, *, max_source_len: int, lr: float, warmup_steps: int, fix: bool = True
+) -> dict[str, dict]:
+    """The recipes after the broken one, each adding one fix to the one before: truncation, a sane
+    learning rate, then clipping at 1.0 + warmup and cosine with hard restarts.
+
+    One code path, two settings: `fix=False` keeps truncation and the learning rate but drops the
+    clipping and warmup/restarts of the last recipe (it then equals the one before)."""
+    truncated = dict(broken, max_source_len=max_source_len)
+    sane = dict(truncated, lr=lr)
+    clip_warmup = dict(clip=1.0, schedule="cosine_restarts", warmup_steps=warmup_steps) if fix else {}
+    return {TRUNCATED: truncated, LR_ONLY: sane, FIXED: dict(sane, **clip_warmup)}
+
+
+@dataclass
+class FixComparison:
+    """Each recipe's History (the broken run first) and the steps whose batch held a hostile sample."""
+
+    hists: dict
+    hostile_at: list[int]
+
+    def summary(self):
+        """One row per recipe: final loss, max grad norm, layer spikes, non-finite values, samples/s."""
+        import pandas as pd
+
+        return pd.DataFrame(
+            [
+                {
+                    "recipe": k,
+                    "final loss": h.loss[-1],
+                    "max grad norm": max(h.grad_norm),
+                    "layer spikes >=5x": len(h.spikes),
+                    "non-finite": len(h.nonfinite),
+                    "samples/s": h.samples_per_s,
+                }
+                for k, h in self.hists.items()
+            ]
+        ).set_index("recipe")
+
+    def metrics(self) -> dict:
+        """The lowered learning rate alone vs with clipping + warmup/restarts, on the hostile batches."""
+        out = {"fixed_final_loss": self.hists[FIXED].loss[-1]}
+        for label, name in (("lr_only", LR_ONLY), ("lr_clip_warmup", FIXED)):
+            h = self.hists[name]
+            out[f"hostile_loss_jump[{label}]"] = hostile_loss_jump(h.loss, self.hostile_at)
+            out[f"hostile_max_grad_norm[{label}]"] = max((h.grad_norm[s] for s in self.hostile_at), default=0.0)
+            out[f"final_loss[{label}]"] = h.loss[-1]
+        return out
+
+    def show(self):
+        """Print the summary table and the hostile-batch comparison; plot loss and grad norm per recipe."""
+        import matplotlib.pyplot as plt
+
+        print(self.summary().round(3).to_string())
+        fig, ax = plt.subplots(1, 2, figsize=(11, 3.6))
+        for k, h in self.hists.items():
+            ax[0].plot(h.steps, h.loss, label=k)
+            ax[1].semilogy(h.steps, h.grad_norm, label=k)
+        ax[0].set_title("train loss")
+        ax[1].set_title("total grad norm (before clipping)")
+        for a in ax:
+            a.set_xlabel("step")
+            a.legend(fontsize=7)
+        plt.tight_layout()
+        plt.show()
+        m = self.metrics()
+        print(
+            f"{len(self.hostile_at)} of {len(self.hists[FIXED].steps)} batches hold a hostile sample; worst loss rise "
+            f"across one of them: lr alone {m['hostile_loss_jump[lr_only]']:.3f}, "
+            f"+ clip + warmup/restarts {m['hostile_loss_jump[lr_clip_warmup]']:.3f}"
+        )
+        return fig
+
+
+def compare_fixes(
+    tokenizer,
+    data: Sequence[Example],
+    broken,
+    recipes: dict[str, dict],
+    *,
+    steps: int,
+    batch_size: int,
+    seed: int,
+    log_dirs: dict[str, str] | None = None,
+) -> FixComparison:
+    """Train each of `recipes` (see `fix_recipes`) like the `broken` run's History, same seed and data order.
+
+    `log_dirs` names a TensorBoard folder per recipe (others log nothing)."""
+    hists = {BROKEN: broken}
+    for name, kw in recipes.items():
+        hists[name] = run_recipe(
+            tokenizer, data, steps=steps, batch_size=batch_size, seed=seed, log_dir=(log_dirs or {}).get(name), **kw
+        )
+    return FixComparison(hists, hostile_steps(data, hists[FIXED]))

@@ -17,6 +17,7 @@ where A counts the activation elements a T5 forward keeps for backward (below)
 and alpha is fitted on the tiny model's measurements (it absorbs allocator
 slack and the temporaries we do not count).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -48,7 +49,7 @@ def _trim() -> None:
 
 
 def cpu_peak_method() -> str:
-    """"kernel-hwm" where the kernel peak can be reset, else "psutil-sampling"."""
+    """ "kernel-hwm" where the kernel peak can be reset, else "psutil-sampling"."""
     try:
         _CLEAR.write_text("5")
         _status_kb("VmHWM")
@@ -93,8 +94,14 @@ def measure_peak(fn: Callable[[], object], device: str | torch.device = "cpu") -
     return out, max(0, max(peak[0], proc.memory_info().rss) - base)
 
 
-def training_step_peak(model, batch: dict, optimizer=None, precision: str = "fp32", grad_checkpointing: bool = False,
-                       device: str | torch.device = "cpu") -> int:
+def training_step_peak(
+    model,
+    batch: dict,
+    optimizer=None,
+    precision: str = "fp32",
+    grad_checkpointing: bool = False,
+    device: str | torch.device = "cpu",
+) -> int:
     """Peak bytes of one forward+backward+optimizer step *above* resident weights and optimizer
     state (so: gradients + activations + temporaries).  One warm-up step first creates the
     optimizer state and lets allocator caches settle."""
@@ -154,8 +161,38 @@ def activation_elements(s: Shape, batch: int, src_len: int, tgt_len: int) -> int
 
 def static_bytes(n_params: int, optimizer_states: int = 2, bytes_per: int = 4) -> dict[str, int]:
     """Weights, gradients and AdamW's two moments, fp32."""
-    return {"weights": bytes_per * n_params, "gradients": bytes_per * n_params,
-            "optimizer": optimizer_states * bytes_per * n_params}
+    return {
+        "weights": bytes_per * n_params,
+        "gradients": bytes_per * n_params,
+        "optimizer": optimizer_states * bytes_per * n_params,
+    }
+
+
+ZERO_STAGES = {
+    0: "DDP: everything replicated",
+    1: "optimizer states sharded",
+    2: "+ gradients",
+    3: "+ parameters (FSDP)",
+}
+
+
+def sharded_static_bytes(
+    n_params: int, world: int, stage: int, optimizer_states: int = 2, bytes_per: int = 4
+) -> dict[str, float]:
+    """Per-rank weights, gradients and optimizer states at ZeRO `stage` on `world` ranks (fp32 AdamW).
+
+    Stage 0 is DDP (16P on every rank whatever the world size); stage 1 shards the optimizer states,
+    2 also the gradients, 3 also the parameters (FSDP's full sharding: 16P / N). The block FSDP
+    gathers for compute is transient and counted with the activations, not here."""
+    if stage not in ZERO_STAGES:
+        raise ValueError(f"ZeRO stage {stage}: choose one of {sorted(ZERO_STAGES)}")
+    if world < 1:
+        raise ValueError(f"world size {world}: at least 1")
+    full = static_bytes(n_params, optimizer_states, bytes_per)
+    sharded = {"optimizer": stage >= 1, "gradients": stage >= 2, "weights": stage >= 3}
+    out: dict[str, float] = {k: v / world if sharded[k] else float(v) for k, v in full.items()}
+    out["total"] = sum(out.values())
+    return out
 
 
 def fit_alpha(shape: Shape, n_params: int, points: list[tuple[int, int, int, int]]) -> float:
@@ -171,10 +208,19 @@ def fit_alpha(shape: Shape, n_params: int, points: list[tuple[int, int, int, int
     return num / den
 
 
-def predict_step_bytes(shape: Shape, n_params: int, batch: int, src_len: int, tgt_len: int,
-                       alpha: float = 1.0) -> dict[str, float]:
-    """Whole-step peak estimate: static parts + alpha x activations, with the total."""
-    out: dict[str, float] = dict(static_bytes(n_params))
+def predict_step_bytes(
+    shape: Shape,
+    n_params: int,
+    batch: int,
+    src_len: int,
+    tgt_len: int,
+    alpha: float = 1.0,
+    world: int = 1,
+    stage: int = 0,
+) -> dict[str, float]:
+    """Whole-step peak estimate per rank: static parts (sharded at ZeRO `stage` over `world` ranks) + alpha x
+    activations of this rank's micro-batch, with the total. Sharding never divides the activations."""
+    out: dict[str, float] = {k: v for k, v in sharded_static_bytes(n_params, world, stage).items() if k != "total"}
     out["activations"] = alpha * 4.0 * activation_elements(shape, batch, src_len, tgt_len)
     out["total"] = sum(out.values())
     return out
@@ -187,17 +233,32 @@ def measure_grid(make_model, collate, examples, batches, seq_lens, device="cpu",
         for b in batches:
             batch = collate(list(examples[:b]), s)
             peak = training_step_peak(make_model(), batch, device=device, **step_kw)
-            rows.append({"batch": b, "src_len": batch["input_ids"].shape[1], "tgt_len": batch["labels"].shape[1],
-                         "peak_mb": peak / 2**20})
+            rows.append(
+                {
+                    "batch": b,
+                    "src_len": batch["input_ids"].shape[1],
+                    "tgt_len": batch["labels"].shape[1],
+                    "peak_mb": peak / 2**20,
+                }
+            )
     return rows
 
 
-def largest_fitting_batch(shape: Shape, n_params: int, src_len: int, tgt_len: int, alpha: float,
-                          budget_bytes: float, max_batch: int = 64) -> int:
-    """Largest micro-batch whose predicted step fits in `budget_bytes` (0 if not even 1)."""
+def largest_fitting_batch(
+    shape: Shape,
+    n_params: int,
+    src_len: int,
+    tgt_len: int,
+    alpha: float,
+    budget_bytes: float,
+    max_batch: int = 64,
+    world: int = 1,
+    stage: int = 0,
+) -> int:
+    """Largest micro-batch whose predicted step fits in `budget_bytes` per rank (0 if not even 1)."""
     best = 0
     for b in range(1, max_batch + 1):
-        if predict_step_bytes(shape, n_params, b, src_len, tgt_len, alpha)["total"] <= budget_bytes:
+        if predict_step_bytes(shape, n_params, b, src_len, tgt_len, alpha, world, stage)["total"] <= budget_bytes:
             best = b
     return best
 

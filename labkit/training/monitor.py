@@ -9,6 +9,7 @@
   forward hooks on every leaf module, which name the first module whose output
   was inf/NaN.  Replaying only on failure keeps the hooks' cost out of normal steps.
 """
+
 from __future__ import annotations
 
 import math
@@ -49,8 +50,8 @@ class Spike:
 @dataclass
 class NonFinite:
     step: int
-    where: str            # "loss" | "grad" | "activation"
-    module: str | None    # first module with a non-finite output (activation replay) or gradient
+    where: str  # "loss" | "grad" | "activation"
+    module: str | None  # first module with a non-finite output (activation replay) or gradient
     ids: list[str] = field(default_factory=list)
     source_lengths: list[int] = field(default_factory=list)
     grad_layers: list[str] = field(default_factory=list)
@@ -80,13 +81,22 @@ class GradMonitor:
     def layer_norms(self) -> torch.Tensor:
         """Per-layer L2 norms of the current gradients (float32 tensor, len(self.layers))."""
         ps = [p for p in self.params if p.grad is not None]
-        idx = self._index if len(ps) == len(self.params) else torch.tensor(
-            [int(self._index[i]) for i, p in enumerate(self.params) if p.grad is not None])
+        idx = (
+            self._index
+            if len(ps) == len(self.params)
+            else torch.tensor([int(self._index[i]) for i, p in enumerate(self.params) if p.grad is not None])
+        )
         if not ps:
             return torch.zeros(len(self.layers))
-        norms = torch._foreach_norm([p.grad for p in ps])
+        grads = [p.grad for p in ps]
+        sharded = hasattr(grads[0], "to_local")  # FSDP: each rank holds a disjoint shard of every gradient
+        norms = torch._foreach_norm([g.to_local() for g in grads] if sharded else grads)
         sq = torch.stack([n.float() for n in norms]).pow(2)
         out = torch.zeros(len(self.layers), device=sq.device).index_add_(0, idx.to(sq.device), sq)
+        if sharded:  # the shards' squared norms add up to the whole gradient's (a collective, every rank)
+            import torch.distributed as dist
+
+            dist.all_reduce(out)
         return out.sqrt()
 
     def observe(self, step: int, norms: list[float], batch: dict[str, Any] | None = None) -> Spike | None:
@@ -100,8 +110,14 @@ class GradMonitor:
             ratio = torch.where(finite & (self._baseline > 0), t / self._baseline.clamp_min(1e-12), torch.zeros_like(t))
             worst = int(ratio.argmax())
             if float(ratio[worst]) > self.spike_factor:
-                spike = Spike(step, self.layers[worst], float(t[worst]), float(self._baseline[worst]),
-                              list((batch or {}).get("ids", [])), list((batch or {}).get("source_lengths", [])))
+                spike = Spike(
+                    step,
+                    self.layers[worst],
+                    float(t[worst]),
+                    float(self._baseline[worst]),
+                    list((batch or {}).get("ids", [])),
+                    list((batch or {}).get("source_lengths", [])),
+                )
                 self.spikes.append(spike)
         if self._seen > 0:
             # a spiking value enters the baseline damped, so one spike does not mask the next
@@ -122,10 +138,14 @@ class GradMonitor:
                 t = out[0] if isinstance(out, (tuple, list)) else out
                 if isinstance(t, torch.Tensor) and t.is_floating_point():
                     flags.append((name, torch.isfinite(t).all()))
+
             return fn
 
-        handles = [m.register_forward_hook(hook(n)) for n, m in self.model.named_modules()
-                   if n and not any(True for _ in m.children())]
+        handles = [
+            m.register_forward_hook(hook(n))
+            for n, m in self.model.named_modules()
+            if n and not any(True for _ in m.children())
+        ]
         try:
             with torch.no_grad():
                 forward()

@@ -19,6 +19,7 @@ split, unless the model comes from `--init-from` (then the checkpoint's tokenize
 or an earlier `labkit train --save-model`).  It is not `--resume`, which continues the
 optimizer state of `<out>/ckpt`.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -32,8 +33,20 @@ from labkit.cli_errors import UsageError
 EVAL_PERMILLE = 50  # 5% of the records are held out for evaluation
 KEEP_FIELDS = ("id", "title", "body", "summary", "keywords")
 TASK_FIELDS = {"title": "title", "summary": "summary", "keywords": "keywords"}
-WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin", "model.safetensors.index.json", "pytorch_model.bin.index.json")
-TOKENIZER_FILES = ("tokenizer.json", "spiece.model", "sentencepiece.bpe.model", "tokenizer.model", "vocab.txt", "vocab.json")
+WEIGHT_FILES = (
+    "model.safetensors",
+    "pytorch_model.bin",
+    "model.safetensors.index.json",
+    "pytorch_model.bin.index.json",
+)
+TOKENIZER_FILES = (
+    "tokenizer.json",
+    "spiece.model",
+    "sentencepiece.bpe.model",
+    "tokenizer.model",
+    "vocab.txt",
+    "vocab.json",
+)
 
 
 @dataclass
@@ -79,14 +92,18 @@ def open_source(data: str | Path) -> DataSource:
     """Read `--data`; raises `UsageError` (exit 2) when it is missing or holds no usable record."""
     path = Path(data)
     if not path.exists():
-        raise UsageError(f"--data {data}: no such file or directory; pass a JSONL file, a `labkit clean` "
-                         "output folder or a folder from prepare_data()")
+        raise UsageError(
+            f"--data {data}: no such file or directory; pass a JSONL file, a `labkit clean` "
+            "output folder or a folder from prepare_data()"
+        )
     if path.is_dir() and (path / "train.jsonl").is_file():
         return DataSource(path, "prepared")
     files = _files(path)
     if not files:
-        raise UsageError(f"--data {data}: 0 usable of 0 records: no .jsonl file there; pass JSONL records "
-                         "with title and body (e.g. the folder written by `labkit clean INPUT --out DIR`)")
+        raise UsageError(
+            f"--data {data}: 0 usable of 0 records: no .jsonl file there; pass JSONL records "
+            "with title and body (e.g. the folder written by `labkit clean INPUT --out DIR`)"
+        )
     records, dropped, total = [], Counter(), 0
     for f in files:
         with open(f, encoding="utf-8", errors="replace") as fh:
@@ -108,8 +125,10 @@ def open_source(data: str | Path) -> DataSource:
                 else:
                     records.append({k: rec[k] for k in KEEP_FIELDS if rec.get(k) not in (None, "", [])})
     if not records:
-        raise UsageError(f"--data {data}: {_counts(total, 0, dropped)}; give JSONL records with non-empty "
-                         "\"title\" and \"body\" (e.g. clean.jsonl from `labkit clean`)")
+        raise UsageError(
+            f"--data {data}: {_counts(total, 0, dropped)}; give JSONL records with non-empty "
+            '"title" and "body" (e.g. clean.jsonl from `labkit clean`)'
+        )
     return DataSource(path, "records", records, total, dict(dropped), files)
 
 
@@ -139,16 +158,35 @@ def task_notes(records: list[dict]) -> list[str]:
     """One note per task that no record has a target for (the task is skipped)."""
     from labkit.text.tasks import TASKS
 
-    return [f"note: no record has a {TASK_FIELDS[t]!r} field: the {t} task is skipped"
-            for t in TASKS if not any(r.get(TASK_FIELDS[t]) for r in records)]
+    return [
+        f"note: no record has a {TASK_FIELDS[t]!r} field: the {t} task is skipped"
+        for t in TASKS
+        if not any(r.get(TASK_FIELDS[t]) for r in records)
+    ]
+
+
+def prepare_data(train_records, eval_records, out_dir, tokenizer=None) -> Path:
+    """Write what every rank loads (the data folder `--data` takes): records as JSONL and the tokenizer, trained here once."""
+    from labkit.jsonl import write_jsonl
+    from labkit.text.tasks import tokenizer_texts
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    for name, recs in (("train", train_records), ("eval", eval_records or [])):
+        rows = [r.to_dict() if hasattr(r, "to_dict") else dict(r) for r in recs]
+        write_jsonl(out / f"{name}.jsonl", rows)
+    if tokenizer is None:
+        from labkit.text.tokenizer import train_tokenizer
+
+        tokenizer = train_tokenizer(tokenizer_texts(train_records))
+    tokenizer.save_pretrained(str(out / "tokenizer"))
+    return out
 
 
 def materialize(source: DataSource, out_dir: Path, train_tokenizer: bool = True, verbose: bool = True) -> Path:
     """The folder the trainer loads: `source` itself when prepared, else the split (+ tokenizer) written to `out_dir`."""
     if source.kind == "prepared":
         return source.path
-    from labkit.training.rank_program import prepare_data
-
     train, held = split(source.records)
     out_dir = Path(out_dir)
     if train_tokenizer:
@@ -160,14 +198,18 @@ def materialize(source: DataSource, out_dir: Path, train_tokenizer: bool = True,
         write_jsonl(out_dir / "train.jsonl", train)
         write_jsonl(out_dir / "eval.jsonl", held)
     if verbose:
-        print(f"data: {_counts(source.total, len(source.records), source.dropped)} in {source.path}; "
-              f"{len(train)} train, {len(held)} eval -> {out_dir}", flush=True)
+        print(
+            f"data: {_counts(source.total, len(source.records), source.dropped)} in {source.path}; "
+            f"{len(train)} train, {len(held)} eval -> {out_dir}",
+            flush=True,
+        )
         for note in task_notes(source.records):
             print(note, flush=True)
     return out_dir
 
 
 # ---- --init-from ---------------------------------------------------------------------------
+
 
 def checkpoint_problem(path: str | Path) -> str | None:
     """Why `path` is not a seq2seq checkpoint folder (model + tokenizer), or None when it is."""
@@ -202,18 +244,24 @@ def open_checkpoint(path: str | Path):
     """Check `--init-from` and load its tokenizer (cheap, before any process group); raises `UsageError`."""
     why = checkpoint_problem(path)
     if why:
-        raise UsageError(f"--init-from {path}: {why}; pass a folder saved with save_pretrained (model and "
-                         "tokenizer), e.g. a downloaded Chinese T5 or the <out>/model of `labkit train --save-model`")
+        raise UsageError(
+            f"--init-from {path}: {why}; pass a folder saved with save_pretrained (model and "
+            "tokenizer), e.g. a downloaded Chinese T5 or the <out>/model of `labkit train --save-model`"
+        )
     from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(str(path))
     if tok.pad_token_id is None or tok.eos_token_id is None:
-        raise UsageError(f"--init-from {path}: the tokenizer has no pad or eos token; labkit trains T5-style "
-                         "models whose tokenizer defines both (pad, </s>)")
+        raise UsageError(
+            f"--init-from {path}: the tokenizer has no pad or eos token; labkit trains T5-style "
+            "models whose tokenizer defines both (pad, </s>)"
+        )
     ids = tok("标题：测试")["input_ids"]
     if not ids or ids[-1] != tok.eos_token_id:
-        raise UsageError(f"--init-from {path}: the tokenizer does not end an input with its eos token "
-                         f"{tok.eos_token!r}; labkit expects a T5-style tokenizer (T5Tokenizer or a labkit one)")
+        raise UsageError(
+            f"--init-from {path}: the tokenizer does not end an input with its eos token "
+            f"{tok.eos_token!r}; labkit expects a T5-style tokenizer (T5Tokenizer or a labkit one)"
+        )
     return tok
 
 

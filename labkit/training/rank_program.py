@@ -14,17 +14,16 @@ The classic pitfalls are settings of this one code path::
 The program lives here, beside the Trainer it drives; `labkit/train.py` keeps the
 documented command `python -m labkit.train` working.
 
-Each rank writes `<out>/ranks/rank<R>.json` (facts for `labkit.distributed.audit`,
+Each rank writes (`labkit.distributed.reports`) `<out>/ranks/rank<R>.json` (facts for `labkit.distributed.audit`,
 `"completed": true` last) and a heartbeat `rank<R>.progress`.
 """
+
 from __future__ import annotations
 
 import argparse
 import contextlib
 import hashlib
-import json
 import os
-import socket
 import sys
 import tempfile
 import time
@@ -32,7 +31,11 @@ from pathlib import Path
 
 from labkit.cli_errors import UsageError, nonneg_int, positive_float, positive_int, writable_dir
 from labkit.distributed import SAMPLERS
-from labkit.jsonl import atomic_write_text, read_jsonl, write_jsonl
+from labkit.distributed.sharding import STRATEGIES
+from labkit.distributed.reports import RankReport
+from labkit.atomic import publish
+from labkit.jsonl import read_jsonl
+from labkit.progress import progress_mode
 from labkit.model import PRESETS  # plain names, no torch: the parser stays cheap
 from labkit.training.schedules import SCHEDULES
 
@@ -46,49 +49,136 @@ class ConfigMismatchError(RuntimeError):
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     a = p.add_argument
-    a("--data", metavar="PATH",
-      help="training records: a `labkit clean` output folder, a JSONL file or folder of JSONL files with title/body "
-           "(optional summary/keywords; 5%% held out for eval by content hash), or a folder from prepare_data()")
-    a("--init-from", metavar="DIR",
-      help="start from a Hugging Face seq2seq checkpoint folder (save_pretrained model + tokenizer, e.g. a downloaded "
-           "Chinese T5 or an earlier --save-model); its tokenizer is used and --preset is ignored. Not --resume")
-    a("--out", type=writable_dir, default=os.environ.get(OUT_ENV) or "runs/train", help="output directory (default $LABKIT_OUT or runs/train)")
+    a(
+        "--data",
+        metavar="PATH",
+        help="training records: a `labkit clean` output folder, a JSONL file or folder of JSONL files with title/body "
+        "(optional summary/keywords; 5%% held out for eval by content hash), or a folder from prepare_data()",
+    )
+    a(
+        "--init-from",
+        metavar="DIR",
+        help="start from a Hugging Face seq2seq checkpoint folder (save_pretrained model + tokenizer, e.g. a downloaded "
+        "Chinese T5 or an earlier --save-model); its tokenizer is used and --preset is ignored. Not --resume",
+    )
+    a(
+        "--out",
+        type=writable_dir,
+        default=os.environ.get(OUT_ENV) or "runs/train",
+        help="output directory (default $LABKIT_OUT or runs/train)",
+    )
     a("--steps", type=nonneg_int, default=20, help="optimizer steps; 0 = join the job, report the launch, exit")
-    a("--stop-after", type=nonneg_int, default=0,
-      help="stop after this many optimizer steps, the schedule still spanning --steps (a prefix of the run; 0 = all)")
+    a(
+        "--stop-after",
+        type=nonneg_int,
+        default=0,
+        help="stop after this many optimizer steps, the schedule still spanning --steps (a prefix of the run; 0 = all)",
+    )
     a("--batch-size", type=positive_int, default=8, help="examples per optimizer micro-step, per process (default 8)")
     a("--grad-accum", type=positive_int, default=1, help="micro-steps accumulated per optimizer step (default 1)")
     a("--lr", type=positive_float, default=1e-3, help="peak learning rate (default 1e-3)")
     a("--schedule", choices=SCHEDULES, default="cosine", help="learning-rate schedule after warmup (default cosine)")
     a("--warmup-steps", type=nonneg_int, default=0, help="linear warmup steps (default 0)")
     a("--clip", type=_clip, default=1.0, help="max grad norm, or 'none' for no clipping (default 1.0)")
-    a("--preset", choices=tuple(PRESETS), default="tiny", action=_StoreGiven, help="model shape from labkit.model.PRESETS (default tiny)")
+    a(
+        "--preset",
+        choices=tuple(PRESETS),
+        default="tiny",
+        action=_StoreGiven,
+        help="model shape from labkit.model.PRESETS (default tiny)",
+    )
     a("--max-source-len", type=positive_int, default=128, help="input tokens kept (default 128)")
     a("--max-target-len", type=positive_int, default=48, help="target tokens kept (default 48)")
-    a("--sampler", choices=SAMPLERS, default="distributed",
-      help="who trains on what: none (every rank all data), distributed (shards), split (default distributed)")
-    a("--set-epoch", action=argparse.BooleanOptionalAction, default=True,
-      help="call sampler.set_epoch each epoch (--no-set-epoch replays one order)")
+    a(
+        "--strategy",
+        choices=STRATEGIES,
+        default="ddp",
+        help="ddp: every rank holds the whole model, gradients and optimizer states (16 bytes/parameter); fsdp: "
+        "each rank holds 1/N of them (FSDP2 fully_shard per block, sharded checkpoints with torch.distributed."
+        "checkpoint that resume at another world size); needs >= 2 processes (default ddp)",
+    )
+    a(
+        "--sampler",
+        choices=SAMPLERS,
+        default="distributed",
+        help="who trains on what: none (every rank all data), distributed (shards), split (default distributed)",
+    )
+    a(
+        "--set-epoch",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="call sampler.set_epoch each epoch (--no-set-epoch replays one order)",
+    )
     a("--seed", type=int, default=0, help="random seed (default 0)")
-    a("--seed-mode", choices=("synced", "per-rank"), default="synced",
-      help="synced: one seed for all ranks; per-rank: seed + rank (default synced)")
-    a("--device", choices=("auto", "cpu", "cuda"), default="auto",
-      help="auto: this rank's GPU if any, else CPU (default auto)")
-    a("--device-placement", action=argparse.BooleanOptionalAction, default=True,
-      help="--no-device-placement: skip moving the model to the rank's own device")
-    a("--threads", type=nonneg_int, default=0, help="torch threads per process (0: cores / processes on this node)")
-    a("--grad-monitor", action=argparse.BooleanOptionalAction, default=True,
-      help="per-layer gradient-norm monitor (named so torchrun does not read it as its --monitor-interval)")
+    a(
+        "--seed-mode",
+        choices=("synced", "per-rank"),
+        default="synced",
+        help="synced: one seed for all ranks; per-rank: seed + rank (default synced)",
+    )
+    a(
+        "--device",
+        choices=("auto", "cpu", "cuda"),
+        default="auto",
+        help="auto: this rank's GPU if any, else CPU (default auto)",
+    )
+    a(
+        "--device-placement",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="--no-device-placement: skip moving the model to the rank's own device",
+    )
+    a(
+        "--threads",
+        type=nonneg_int,
+        default=0,
+        help="torch threads per process (0: the thread policy, labkit.threads: 1 for the tiny/t5-small presets, "
+        "else cores / processes on this node; LABKIT_THREADS overrides)",
+    )
+    a(
+        "--grad-monitor",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="per-layer gradient-norm monitor (named so torchrun does not read it as its --monitor-interval)",
+    )
     a("--tensorboard", action="store_true", help="TensorBoard events in <out>/tb (rank 0)")
+    a(
+        "--log-every",
+        type=nonneg_int,
+        default=0,
+        help="rank 0's progress: a tqdm bar (steps, loss, lr, samples/s, ETA) on stderr when stdout is a terminal, "
+        "otherwise one line on stdout every N steps (0 = about ten lines per run; default 0)",
+    )
+    a("--quiet", action="store_true", help="no progress bar or progress lines")
     a("--eval-every", type=nonneg_int, default=0, help="evaluate every N steps (0 = never; default 0)")
     a("--ckpt-every", type=nonneg_int, default=0, help="checkpoint to <out>/ckpt every N steps (rank 0)")
     a("--resume", choices=("auto", "never"), default="auto", help="auto: continue from <out>/ckpt/latest if present")
-    a("--save-model", action="store_true", help="rank 0 saves model + tokenizer to <out>/model")
+    a(
+        "--save-model",
+        action="store_true",
+        help="rank 0 saves model + tokenizer to <out>/model (written under a temporary name and renamed when "
+        "complete: an interrupted save leaves no <out>/model, or the previous one)",
+    )
+    a(
+        "--gather-full-state",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="--save-model of an fsdp run gathers one whole copy from every rank's shards first (default); "
+        "--no-gather-full-state is the DDP habit notebook 09 measures: rank 0 torch.saves its own "
+        "model.state_dict() to <out>/rank0_state_dict.pt -- its shards only",
+    )
     a("--dist-timeout", type=positive_float, default=300.0, help="seconds a collective may wait for a peer")
-    a("--accelerate-view", choices=("off", "default", "cpu"), default="off",
-      help="record what accelerate's Accelerator() (or Accelerator(cpu=True)) believes about the job")
-    a("--fault", choices=("crash", "hang", "abort-at-exit"),
-      help="inject a fault (first attempt only) for the failure drills; abort-at-exit = SIGABRT after completion")
+    a(
+        "--accelerate-view",
+        choices=("off", "default", "cpu"),
+        default="off",
+        help="record what accelerate's Accelerator() (or Accelerator(cpu=True)) believes about the job",
+    )
+    a(
+        "--fault",
+        choices=("crash", "hang", "abort-at-exit"),
+        help="inject a fault (first attempt only) for the failure drills; abort-at-exit = SIGABRT after completion",
+    )
     a("--fault-rank", type=nonneg_int, default=1, help="rank that --fault hits (default 1)")
     a("--fault-step", type=positive_int, default=3, help="optimizer step at which --fault hits (default 3)")
     # what torch.distributed.launch used to pass; accepted so old commands run, but it is a warning sign
@@ -108,49 +198,53 @@ class _StoreGiven(argparse._StoreAction):
         setattr(namespace, f"{self.dest}_given", True)
 
 
-def check_args(args: argparse.Namespace) -> None:
-    """What argparse cannot check alone, before any process group starts (raises UsageError)."""
+def preflight(argv: list[str], world: int | None = None) -> None:
+    """What a launcher calls before any rank starts (`labkit.distributed.launcher.preflight`): parse `argv` as every
+    rank would and raise `UsageError` with argparse's (or `check_args`') one-line reason."""
+    parser = build_parser()
+
+    def error(message: str):
+        raise UsageError(f"arguments {list(argv)}: {message}; see `python -m labkit.train --help`")
+
+    parser.error = error  # argparse reports every parse error through this hook
+    check_args(parser.parse_args(argv), world)
+
+
+def check_args(args: argparse.Namespace, world: int | None = None) -> None:
+    """What argparse cannot check alone, before any process group starts (raises UsageError).
+
+    `world`: the number of processes the launcher will start, where it is known."""
     if args.steps and not args.data:
-        raise UsageError("--data PATH is required for training; pass `labkit clean` output, a JSONL file of "
-                         "title/body records or a prepare_data() folder (or --steps 0 to only join the job)")
+        raise UsageError(
+            "--data PATH is required for training; pass `labkit clean` output, a JSONL file of "
+            "title/body records or a prepare_data() folder (or --steps 0 to only join the job)"
+        )
+    if args.strategy == "fsdp" and world is not None and world < 2:
+        raise UsageError(
+            "--strategy fsdp shards the model over processes and this job has 1: start >= 2 "
+            "(torchrun --nproc_per_node 2 ...), or use --strategy ddp"
+        )
+    if args.strategy == "fsdp" and not args.device_placement:
+        raise UsageError("--strategy fsdp needs each rank on its own device: drop --no-device-placement")
+    ckpt = Path(args.out) / "ckpt" if getattr(args, "out", None) else None
+    if args.resume == "auto" and ckpt is not None and (ckpt / "latest").exists():
+        _check_resume_strategy(ckpt, args.strategy)
 
 
-def prepare_data(train_records, eval_records, out_dir, tokenizer=None) -> Path:
-    """Write what every rank loads: records as JSONL and the tokenizer, trained here once."""
-    from labkit.text.tasks import tokenizer_texts
+def _check_resume_strategy(ckpt: Path, strategy: str) -> None:
+    """A checkpoint of the other strategy cannot be continued: refuse it before any rank starts."""
+    import json
 
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    for name, recs in (("train", train_records), ("eval", eval_records or [])):
-        rows = [r.to_dict() if hasattr(r, "to_dict") else dict(r) for r in recs]
-        write_jsonl(out / f"{name}.jsonl", rows)
-    if tokenizer is None:
-        from labkit.text.tokenizer import train_tokenizer
-
-        tokenizer = train_tokenizer(tokenizer_texts(train_records))
-    tokenizer.save_pretrained(str(out / "tokenizer"))
-    return out
-
-
-class RankReport:
-    """This rank's facts (JSON, rewritten atomically) and heartbeat."""
-
-    def __init__(self, out: Path, rank: int):
-        self.dir = out / "ranks"
-        self.dir.mkdir(parents=True, exist_ok=True)
-        self.path, self.beat = self.dir / f"rank{rank}.json", self.dir / f"rank{rank}.progress"
-        self.data: dict = {"rank": rank, "pid": os.getpid(), "host": socket.gethostname(), "completed": False}
-
-    @staticmethod
-    def _write(path: Path, obj) -> None:
-        atomic_write_text(path, json.dumps(obj, ensure_ascii=False), tmp_suffix=f".{os.getpid()}.tmp")
-
-    def save(self, **facts) -> None:
-        self.data.update(facts)
-        self._write(self.path, self.data)
-
-    def progress(self, stage: str, step: int = 0, phase: str = "") -> None:
-        self._write(self.beat, {"stage": stage, "step": step, "phase": phase, "time": time.time(), "pid": os.getpid()})
+    meta = ckpt / (ckpt / "latest").read_text(encoding="utf-8").strip() / "meta.json"
+    try:
+        saved = json.loads(meta.read_text(encoding="utf-8")).get("strategy", "ddp")
+    except (OSError, ValueError):
+        return  # unreadable: the trainer names the problem when it loads
+    if saved != strategy:
+        raise UsageError(
+            f"{ckpt} holds a --strategy {saved} checkpoint and this run asks for --strategy {strategy}: "
+            f"rerun with --strategy {saved}, or --resume never (or another --out) to start fresh"
+        )
 
 
 def _check_same_config(settings: dict) -> None:
@@ -164,10 +258,14 @@ def _check_same_config(settings: dict) -> None:
     diffs = {r: sorted(k for k in s if s.get(k) != everyone[0].get(k)) for r, s in enumerate(everyone)}
     diffs = {r: d for r, d in diffs.items() if d}
     if diffs:
-        detail = "; ".join(f"rank {r} differs from rank 0 in {d} ({[everyone[r][k] for k in d]} vs "
-                           f"{[everyone[0][k] for k in d]})" for r, d in diffs.items())
-        raise ConfigMismatchError(f"ranks were started with different configurations: {detail}. "
-                                  f"Start every node with the same arguments and the same --data.")
+        detail = "; ".join(
+            f"rank {r} differs from rank 0 in {d} ({[everyone[r][k] for k in d]} vs {[everyone[0][k] for k in d]})"
+            for r, d in diffs.items()
+        )
+        raise ConfigMismatchError(
+            f"ranks were started with different configurations: {detail}. "
+            f"Start every node with the same arguments and the same --data."
+        )
 
 
 def _hooks(model, report: RankReport, args, env, local_loss: list[float]):
@@ -179,7 +277,12 @@ def _hooks(model, report: RankReport, args, env, local_loss: list[float]):
             return
         step = state["forwards"] // args.grad_accum + 1  # the optimizer step (1-based) being computed
         report.progress("train", step, "forward")
-        if args.fault in ("crash", "hang") and _first_attempt(env) and env.rank == args.fault_rank and step == args.fault_step:
+        if (
+            args.fault in ("crash", "hang")
+            and _first_attempt(env)
+            and env.rank == args.fault_rank
+            and step == args.fault_step
+        ):
             if args.fault == "crash":
                 raise RuntimeError(f"injected fault: rank {env.rank} crashes at step {step}")
             report.progress("train", step, "hung (injected)")
@@ -204,8 +307,12 @@ def _accelerate_view(mode: str) -> dict | None:
     from accelerate import Accelerator
 
     acc = Accelerator(cpu=mode == "cpu")
-    return {"mode": mode, "distributed_type": str(acc.distributed_type).split(".")[-1],
-            "num_processes": acc.num_processes, "process_index": acc.process_index}
+    return {
+        "mode": mode,
+        "distributed_type": str(acc.distributed_type).split(".")[-1],
+        "num_processes": acc.num_processes,
+        "process_index": acc.process_index,
+    }
 
 
 def run(args: argparse.Namespace) -> int:
@@ -225,21 +332,33 @@ def run(args: argparse.Namespace) -> int:
     if init_tok is not None and getattr(args, "preset_given", False):
         print(f"note: --preset {args.preset} is ignored: the model comes from --init-from {args.init_from}", flush=True)
     env = denv.read_env()
+    check_args(args, env.world_size)  # now the world size is known (a bare torchrun start skipped the preflight)
     out = Path(args.out)
     report = RankReport(out, env.rank)
     report.progress("start")
     legacy = denv.check_legacy_local_rank(args.local_rank, env)
     cuda = torch.cuda.is_available() and args.device in ("auto", "cuda")
     # [fix:device_placement]
-    dev = denv.rank_device(env, args.device) if args.device_placement else torch.device("cuda" if cuda else "cpu", 0 if cuda else None)
+    dev = (
+        denv.rank_device(env, args.device)
+        if args.device_placement
+        else torch.device("cuda" if cuda else "cpu", 0 if cuda else None)
+    )
     # [/fix:device_placement]
     seed = args.seed + (env.rank if args.seed_mode == "per-rank" else 0)
     seed_everything(seed)
-    set_threads(args.threads or max(1, (os.cpu_count() or 1) // max(env.local_world_size, 1)))
+    set_threads(args.threads, "checkpoint" if args.init_from else args.preset, max(env.local_world_size, 1))
     accel = _accelerate_view(args.accelerate_view)
     backend = denv.init(env, dev, args.dist_timeout)
-    report.save(env=env.to_dict(), backend=backend, accelerate_view=accel, device=str(dev), legacy_warning=legacy, seed=seed,
-                settings={k: v for k, v in vars(args).items() if k != "func"})
+    report.save(
+        env=env.to_dict(),
+        backend=backend,
+        accelerate_view=accel,
+        device=str(dev),
+        legacy_warning=legacy,
+        seed=seed,
+        settings={k: v for k, v in vars(args).items() if k != "func"},
+    )
     print(f"[rank {env.rank}/{env.world_size}] launcher={env.launcher} backend={backend} device={dev}", flush=True)
     try:
         fingerprint = source.fingerprint if source else None
@@ -247,9 +366,7 @@ def run(args: argparse.Namespace) -> int:
         _check_same_config(shared | {"data_sha": fingerprint})
         if args.steps == 0:
             report.save(completed=True)
-        elif source is None:
-            raise SystemExit("labkit.train: --data DIR is required for training (make one with labkit.train.prepare_data)")
-        else:
+        else:  # check_args made sure --data is given when there are steps
             with _prepared_data(source, out, env, train_tokenizer=init_tok is None) as data:
                 _train(args, env, dev, data, report, param_checksum, torch, init_tok)
     finally:
@@ -276,8 +393,11 @@ def _prepared_data(source, out: Path, env, train_tokenizer: bool):
         yield source.path
         return
     with contextlib.ExitStack() as stack:
-        where = out / "data" if env.rank == 0 else Path(stack.enter_context(
-            tempfile.TemporaryDirectory(prefix=f"labkit-data-rank{env.rank}-")))
+        where = (
+            out / "data"
+            if env.rank == 0
+            else Path(stack.enter_context(tempfile.TemporaryDirectory(prefix=f"labkit-data-rank{env.rank}-")))
+        )
         data = materialize(source, where, train_tokenizer=train_tokenizer, verbose=env.rank == 0)
         if train_tokenizer:
             tok_sha = hashlib.sha256((data / "tokenizer" / "tokenizer.json").read_bytes()).hexdigest()[:12]
@@ -290,6 +410,7 @@ def _first_attempt(env) -> bool:
 
 
 def _train(args, env, dev, data: Path, report: RankReport, param_checksum, torch, init_tok=None) -> None:
+    from labkit.distributed import sharding
     from labkit.distributed.samplers import RecordingSampler, make_sampler
     from labkit.model import build_model
     from labkit.text.tasks import Seq2SeqCollator, make_examples
@@ -313,12 +434,14 @@ def _train(args, env, dev, data: Path, report: RankReport, param_checksum, torch
     model.to(dev)
     report.save(param_devices=sorted({str(p.device) for p in model.parameters()}), dataset_size=len(train_ex))
     wrapped = model
-    if env.distributed:
+    if env.distributed and args.strategy == "ddp":
         from torch.nn.parallel import DistributedDataParallel as DDP
 
         # DDP broadcasts rank 0's weights here: replicas start identical whatever each rank's seed
         wrapped = DDP(model, device_ids=[dev.index] if dev.type == "cuda" else None)
         checksums["wrapped"] = param_checksum(model)
+    elif env.distributed:  # --strategy fsdp: each rank keeps 1/N of every block, parameters as DTensors
+        wrapped = sharding.shard(model, dev)
     # [/fix:ddp_wrap]
     seed = report.data["seed"]
     # [fix:sampler]
@@ -327,29 +450,76 @@ def _train(args, env, dev, data: Path, report: RankReport, param_checksum, torch
     local_loss: list[float] = []
     _hooks(model, report, args, env, local_loss)
     ckpt = Path(args.out) / "ckpt"
-    cfg = TrainConfig(steps=args.steps, stop_after=args.stop_after, batch_size=args.batch_size, grad_accum=args.grad_accum, lr=args.lr,
-                      schedule=args.schedule, warmup_steps=args.warmup_steps, clip=args.clip, set_epoch=args.set_epoch,
-                      seed=seed, monitor=args.grad_monitor, eval_every=args.eval_every,
-                      log_dir=str(Path(args.out) / "tb") if args.tensorboard else None,
-                      ckpt_dir=str(ckpt) if args.ckpt_every else None, ckpt_every=args.ckpt_every)
+    cfg = TrainConfig(
+        steps=args.steps,
+        stop_after=args.stop_after,
+        batch_size=args.batch_size,
+        grad_accum=args.grad_accum,
+        lr=args.lr,
+        schedule=args.schedule,
+        warmup_steps=args.warmup_steps,
+        clip=args.clip,
+        set_epoch=args.set_epoch,
+        seed=seed,
+        monitor=args.grad_monitor,
+        eval_every=args.eval_every,
+        progress=progress_mode(args.quiet) if env.is_main else False,
+        progress_every=args.log_every,
+        log_dir=str(Path(args.out) / "tb") if args.tensorboard else None,
+        ckpt_dir=str(ckpt) if args.ckpt_every else None,
+        ckpt_every=args.ckpt_every,
+    )
     resume = str(ckpt) if args.resume == "auto" and (ckpt / "latest").exists() else None
     report.save(resumed_from=resume)
     report.progress("train")
-    hist = Trainer(wrapped, train_ex, collator, cfg, eval_examples=eval_ex, sampler=sampler, device=dev).fit(resume_from=resume)
-    checksums["final"] = param_checksum(model)
-    if args.save_model and env.is_main:
-        model.save_pretrained(str(Path(args.out) / "model"))
-        save_with_source_len(tok, Path(args.out) / "model", args.max_source_len)  # serving truncates the same
+    hist = Trainer(wrapped, train_ex, collator, cfg, eval_examples=eval_ex, sampler=sampler, device=dev).fit(
+        resume_from=resume
+    )
+    sharded = sharding.is_sharded(model)
+    if not sharded:  # a sharded model's local shards differ by rank: its checksum would say nothing
+        checksums["final"] = param_checksum(model)
+    # [fix:gather_full_state]
+    # a sharded model is gathered whole first (a collective: every rank takes part, rank 0 receives it)
+    gather = args.gather_full_state or not sharded
+    full = sharding.full_state_dict(model) if args.save_model and sharded and gather else None
+    if args.save_model and env.is_main and not gather:  # the DDP habit: rank 0's state_dict, as it is
+        torch.save(model.state_dict(), Path(args.out) / "rank0_state_dict.pt")
+    # [/fix:gather_full_state]
+    if args.save_model and env.is_main and gather:
+        # written whole under .model.partial-<pid>, then renamed: an interrupted save leaves no <out>/model
+        with publish(Path(args.out) / "model", directory=True) as (staged,):
+            model.save_pretrained(str(staged), state_dict=full)
+            save_with_source_len(tok, staged, args.max_source_len)  # serving truncates the same
     if env.distributed:
         torch.distributed.barrier()  # the saved model is complete before anyone reports completion
-    report.save(samples=sampler.epochs, set_epoch_calls=sampler.set_epoch_calls, checksums=checksums,
-                local_loss=_per_step(local_loss, args.grad_accum),
-                history={"steps": hist.steps, "loss": hist.loss, "lr": hist.lr, "grad_norm": hist.grad_norm,
-                         "evals": hist.evals, "spikes": len(hist.spikes), "nonfinite": len(hist.nonfinite)},
-                samples_per_s=hist.samples_per_s, seen=hist.seen, train_seconds=hist.seconds, completed=True)
+    report.save(
+        samples=sampler.epochs,
+        set_epoch_calls=sampler.set_epoch_calls,
+        checksums=checksums,
+        local_loss=_per_step(local_loss, args.grad_accum),
+        history={
+            "steps": hist.steps,
+            "loss": hist.loss,
+            "lr": hist.lr,
+            "grad_norm": hist.grad_norm,
+            "evals": hist.evals,
+            "spikes": len(hist.spikes),
+            "nonfinite": len(hist.nonfinite),
+        },
+        samples_per_s=hist.samples_per_s,
+        strategy=args.strategy,
+        state_bytes=hist.state_bytes,
+        n_params=sum(p.numel() for p in model.parameters()),
+        seen=hist.seen,
+        train_seconds=hist.seconds,
+        completed=True,
+    )
     report.progress("done", len(hist.steps))
-    print(f"[rank {env.rank}] done: {len(hist.steps)} steps, final loss {hist.loss[-1] if hist.loss else float('nan'):.4f}, "
-          f"{hist.samples_per_s:.1f} samples/s", flush=True)
+    print(
+        f"[rank {env.rank}] done: {len(hist.steps)} steps, final loss {hist.loss[-1] if hist.loss else float('nan'):.4f}, "
+        f"{hist.samples_per_s:.1f} samples/s",
+        flush=True,
+    )
 
 
 def _per_step(losses: list[float], accum: int) -> list[float]:
@@ -370,6 +540,9 @@ def register(subparsers) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from labkit.threads import prepare_this_process
+
+    prepare_this_process()  # a rank started by a bare `torchrun -m labkit.train` gets the wait policy too
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

@@ -1,4 +1,5 @@
 """One-call recipes the notebooks use: train the tiny generator, generate, evaluate."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -15,7 +16,7 @@ class Trained:
     tokenizer: Any
     history: Any
     metrics: dict = field(default_factory=dict)
-    max_source_len: int | None = None   # input tokens it was trained on (recorded by save for serving)
+    max_source_len: int | None = None  # input tokens it was trained on (recorded by save for serving)
 
     def save(self, path: str | Path) -> Path:
         """`save_pretrained` model and tokenizer into one directory (loadable with AutoModel/AutoTokenizer)."""
@@ -28,8 +29,15 @@ class Trained:
         return path
 
 
-def generate(model, tokenizer, sources: list[str], max_new_tokens: int = 48, batch_size: int = 32,
-             max_source_len: int = 512, num_beams: int = 1) -> list[str]:
+def generate_text(
+    model,
+    tokenizer,
+    sources: list[str],
+    max_new_tokens: int = 48,
+    batch_size: int = 32,
+    max_source_len: int = 512,
+    num_beams: int = 1,
+) -> list[str]:
     """Greedy (or beam) generation for a list of source strings (task prefix included)."""
     from labkit.model import generate_ids
 
@@ -39,20 +47,24 @@ def generate(model, tokenizer, sources: list[str], max_new_tokens: int = 48, bat
     return outs
 
 
-def evaluate_generation(model, tokenizer, examples: Sequence[Example], max_new_tokens: int = 48,
-                        max_source_len: int = 512) -> dict[str, float]:
+def evaluate_generation(
+    model, tokenizer, examples: Sequence[Example], max_new_tokens: int = 48, max_source_len: int = 512
+) -> dict[str, float]:
     """Generate for every example; ROUGE-L (titles, summaries), keyword F1, repetition within an
     output, duplicated outputs across examples (per task: the same title for different articles); per task too."""
     if not examples:
         raise ValueError("evaluate_generation got no examples")
-    preds = generate(model, tokenizer, [e.source for e in examples], max_new_tokens, max_source_len=max_source_len)
+    preds = generate_text(model, tokenizer, [e.source for e in examples], max_new_tokens, max_source_len=max_source_len)
     per: dict[str, list[float]] = {}
     for e, p in zip(examples, preds):
         per.setdefault(e.task, []).append(task_score(e.task, p, e.target))
     mean = lambda xs: float(sum(xs) / len(xs)) if xs else float("nan")  # noqa: E731
     rouge = per.get("title", []) + per.get("summary", [])
-    out = {"rouge_l": mean(rouge), "keyword_f1": mean(per.get("keywords", [])),
-           "repetition": mean([repetition_rate(p) for p in preds])}
+    out = {
+        "rouge_l": mean(rouge),
+        "keyword_f1": mean(per.get("keywords", [])),
+        "repetition": mean([repetition_rate(p) for p in preds]),
+    }
     by_task: dict[str, list[str]] = {}
     for e, p in zip(examples, preds):
         by_task.setdefault(e.task, []).append(p)
@@ -62,8 +74,15 @@ def evaluate_generation(model, tokenizer, examples: Sequence[Example], max_new_t
     return out
 
 
-def train_generator(train_records: Sequence[Any], eval_records: Sequence[Any], cfg, tasks: Sequence[str] = TASKS,
-                    steps: int | None = None, tokenizer=None, **train_overrides) -> Trained:
+def train_generator(
+    train_records: Sequence[Any],
+    eval_records: Sequence[Any],
+    cfg,
+    tasks: Sequence[str] = TASKS,
+    steps: int | None = None,
+    tokenizer=None,
+    **train_overrides,
+) -> Trained:
     """Train `cfg.model_preset` on the records' tasks; deterministic for `cfg.seed` on CPU.
 
     `train_overrides` go to `TrainConfig` (e.g. clip=None, schedule="cosine", log_dir=...).
@@ -84,12 +103,21 @@ def train_generator(train_records: Sequence[Any], eval_records: Sequence[Any], c
     train_ex = make_examples(train_records, tasks)
     eval_ex = make_examples(eval_records, tasks) if eval_records else []
     collator = Seq2SeqCollator(tokenizer, cfg.max_source_len, cfg.max_target_len)
-    tc = TrainConfig(**{"steps": steps or cfg.steps, "batch_size": cfg.batch_size, "lr": cfg.lr,
-                        "warmup_steps": cfg.warmup_steps, "seed": cfg.seed, **train_overrides})
+    tc = TrainConfig(
+        **{
+            "steps": steps or cfg.steps,
+            "batch_size": cfg.batch_size,
+            "lr": cfg.lr,
+            "warmup_steps": cfg.warmup_steps,
+            "seed": cfg.seed,
+            **train_overrides,
+        }
+    )
     history = Trainer(model, train_ex, collator, tc, eval_examples=eval_ex, device=device).fit()
     metrics = {}
     if eval_ex:
-        metrics = evaluate_generation(model, tokenizer, eval_ex, max_new_tokens=cfg.max_target_len,
-                                      max_source_len=cfg.max_source_len)
+        metrics = evaluate_generation(
+            model, tokenizer, eval_ex, max_new_tokens=cfg.max_target_len, max_source_len=cfg.max_source_len
+        )
         metrics["eval_loss"] = history.evals[-1]["eval_loss"] if history.evals else float("nan")
     return Trained(model, tokenizer, history, metrics, max_source_len=cfg.max_source_len)

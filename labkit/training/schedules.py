@@ -1,4 +1,5 @@
 """Learning-rate schedules: thin names over `transformers`' schedule factories."""
+
 from __future__ import annotations
 
 SCHEDULES = ("linear", "cosine", "cosine_restarts", "constant")
@@ -19,7 +20,9 @@ def make_scheduler(optimizer, name: str, warmup_steps: int, total_steps: int, re
         return get_cosine_schedule_with_warmup(optimizer, warmup_steps, total_steps)
     # [fix:cosine_restarts]
     if name == "cosine_restarts":
-        return get_cosine_with_hard_restarts_schedule_with_warmup(optimizer, warmup_steps, total_steps, num_cycles=restarts)
+        return get_cosine_with_hard_restarts_schedule_with_warmup(
+            optimizer, warmup_steps, total_steps, num_cycles=restarts
+        )
     # [/fix:cosine_restarts]
     if name == "constant":
         return get_constant_schedule_with_warmup(optimizer, warmup_steps)

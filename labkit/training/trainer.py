@@ -7,6 +7,7 @@ and a `DistributedSampler`): it unwraps `.module` for saving, calls
 non-final accumulation micro-batches, all-reduces logged loss, and lets only
 rank 0 write TensorBoard and checkpoints.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -17,7 +18,8 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from labkit.training.checkpoint import load_checkpoint, save_checkpoint
+from labkit.distributed.sharding import is_sharded, state_bytes
+from labkit.training.checkpoint import load_checkpoint, save_checkpoint, save_sharded_checkpoint
 from labkit.training.monitor import GradMonitor, NonFinite
 from labkit.training.schedules import SCHEDULES, make_scheduler
 
@@ -31,30 +33,33 @@ class NonFiniteError(FloatingPointError):
 @dataclass
 class TrainConfig:
     steps: int = 150
-    stop_after: int = 0            # stop after this many steps (0 = steps); the schedule still spans `steps`
-    batch_size: int = 16           # per micro-batch (and per process under DDP)
+    stop_after: int = 0  # stop after this many steps (0 = steps); the schedule still spans `steps`
+    batch_size: int = 16  # per micro-batch (and per process under DDP)
     lr: float = 1e-3
     weight_decay: float = 0.01
-    schedule: str = "linear"       # linear | cosine | cosine_restarts | constant
+    schedule: str = "linear"  # linear | cosine | cosine_restarts | constant
     warmup_steps: int = 0
-    restarts: int = 2              # cycles for cosine_restarts
-    clip: float | None = 1.0       # max global grad norm; None = no clipping
-    grad_accum: int = 1            # micro-batches per optimizer step
-    token_weighted: bool = True    # accumulation weights each micro-batch by its target tokens; False = loss / grad_accum
-    precision: str = "fp32"        # fp32 | bf16 (autocast)
+    restarts: int = 2  # cycles for cosine_restarts
+    clip: float | None = 1.0  # max global grad norm; None = no clipping
+    grad_accum: int = 1  # micro-batches per optimizer step
+    token_weighted: bool = True  # accumulation weights each micro-batch by its target tokens; False = loss / grad_accum
+    precision: str = "fp32"  # fp32 | bf16 (autocast)
     grad_checkpointing: bool = False
     set_epoch: bool = True
     seed: int = 0
-    log_dir: str | None = None     # TensorBoard event files (rank 0)
+    log_dir: str | None = None  # TensorBoard event files (rank 0)
     log_every: int = 1
-    eval_every: int = 0            # 0 = only at the end (when eval examples are given)
-    nonfinite: str = "raise"       # raise | skip_step | ignore
+    eval_every: int = 0  # 0 = only at the end (when eval examples are given)
+    nonfinite: str = "raise"  # raise | skip_step | ignore
     monitor: bool = True
     spike_factor: float = 5.0
     ckpt_dir: str | None = None
     ckpt_every: int = 0
-    ckpt_keep: int = 2             # newest checkpoints kept; 0 = all
-    progress: bool = False         # tqdm bar
+    ckpt_keep: int = 2  # newest checkpoints kept; 0 = all
+    progress: bool | str = (
+        False  # False/"off": silent (notebooks); True/"bar": tqdm bar; "lines": a line every progress_every steps
+    )
+    progress_every: int = 0  # "lines": a line every N steps (0 = about ten lines per run)
 
     def __post_init__(self):
         if self.schedule not in SCHEDULES:
@@ -65,6 +70,8 @@ class TrainConfig:
             raise ValueError(f"precision={self.precision!r}: choose 'fp32' or 'bf16'")
         if self.steps < 1 or self.batch_size < 1 or self.grad_accum < 1:
             raise ValueError("steps, batch_size and grad_accum must be >= 1")
+        if self.progress not in (False, True, "off", "bar", "lines"):
+            raise ValueError(f"progress={self.progress!r}: choose False, True, 'off', 'bar' or 'lines'")
 
 
 @dataclass
@@ -80,8 +87,10 @@ class History:
     spikes: list[dict] = field(default_factory=list)
     verdict: dict | None = None
     samples: int = 0
-    seen: list[int] = field(default_factory=list)   # this process's example indices, in the order trained on
+    seen: list[int] = field(default_factory=list)  # this process's example indices, in the order trained on
     seconds: float = 0.0
+    # this process's parameters/gradients/optimizer bytes, measured after the first update (before zero_grad)
+    state_bytes: dict[str, int] = field(default_factory=dict)
 
     @property
     def samples_per_s(self) -> float:
@@ -123,12 +132,23 @@ def _dist():
 class Trainer:
     """Train `model` on `train_examples` batched by `collator` according to `cfg`."""
 
-    def __init__(self, model, train_examples: Sequence, collator, cfg: TrainConfig, eval_examples: Sequence | None = None,
-                 sampler=None, device=None, eval_fn: Callable[[torch.nn.Module], dict] | None = None):
+    def __init__(
+        self,
+        model,
+        train_examples: Sequence,
+        collator,
+        cfg: TrainConfig,
+        eval_examples: Sequence | None = None,
+        sampler=None,
+        device=None,
+        eval_fn: Callable[[torch.nn.Module], dict] | None = None,
+    ):
         from labkit.model import check_vocab
 
         if len(train_examples) == 0:
-            raise ValueError("no training examples: the dataset is empty (did cleaning reject everything, or a filter drop all tasks?)")
+            raise ValueError(
+                "no training examples: the dataset is empty (did cleaning reject everything, or a filter drop all tasks?)"
+            )
         self.model, self.raw = model, unwrap(model)
         self.examples, self.collator, self.cfg = list(train_examples), collator, cfg
         self.eval_examples = list(eval_examples or [])
@@ -170,15 +190,18 @@ class Trainer:
 
     def _forward(self, batch: dict[str, Any]):
         with self._autocast():
-            return self.model(input_ids=batch["input_ids"].to(self.device),
-                              attention_mask=batch["attention_mask"].to(self.device),
-                              labels=batch["labels"].to(self.device))
+            return self.model(
+                input_ids=batch["input_ids"].to(self.device),
+                attention_mask=batch["attention_mask"].to(self.device),
+                labels=batch["labels"].to(self.device),
+            )
 
     def _meta(self) -> dict:
         c = self.raw.config
         keys = ("vocab_size", "d_model", "d_ff", "d_kv", "num_heads", "num_layers", "num_decoder_layers")
         train = {k: getattr(self.cfg, k) for k in ("batch_size", "grad_accum", "schedule", "seed", "warmup_steps")}
-        return {"model": {k: getattr(c, k, None) for k in keys}, "train": train}
+        strategy = "fsdp" if is_sharded(self.raw) else "ddp"  # a sharded checkpoint loads only into a sharded model
+        return {"model": {k: getattr(c, k, None) for k in keys}, "train": train, "strategy": strategy}
 
     def writer(self):
         if self._writer is None and self.cfg.log_dir and self.is_main:
@@ -220,7 +243,7 @@ class Trainer:
         loss_sum = torch.zeros((), device=self.device)
         for k, b in enumerate(batches):
             sync = self.dist is None or k == len(batches) - 1 or not hasattr(self.model, "no_sync")
-            with (contextlib.nullcontext() if sync else self.model.no_sync()):
+            with contextlib.nullcontext() if sync else self.model.no_sync():
                 out = self._forward(b)
                 share = int((b["labels"] != -100).sum()) / n_tok if self.cfg.token_weighted else 1 / len(batches)
                 loss = out.loss.float() * share
@@ -270,10 +293,14 @@ class Trainer:
             raise ValueError("the sampler yields no examples for this process: fewer examples than processes?")
         self.model.train()
         bar = None
-        if cfg.progress and self.is_main:
-            from tqdm.auto import tqdm
+        mode = {False: "off", True: "bar"}.get(cfg.progress, cfg.progress)
+        if mode != "off" and self.is_main:
+            from labkit.progress import Progress
 
-            bar = tqdm(total=cfg.steps, initial=step, desc="train", leave=False)
+            last = min(cfg.stop_after or cfg.steps, cfg.steps)
+            bar = Progress(
+                last, "train", "step", mode, every=cfg.progress_every or max(1, math.ceil(last / 10)), initial=step
+            )
         return _Run(History(), params, opt, sched, step, epoch, pos, order, bs, bar, time.perf_counter())
 
     def _next_micro_batches(self, run: "_Run") -> list[list[int]]:
@@ -305,14 +332,18 @@ class Trainer:
         else:
             norms, total = None, torch.nn.utils.get_total_norm([p.grad for p in params if p.grad is not None])
         # [/fix:clip]
+        if hasattr(total, "full_tensor"):  # sharded gradients (FSDP): the norm comes back as a replicated DTensor
+            total = total.full_tensor()
         if self.dist is not None:
             self.dist.all_reduce(loss_sum, op=self.dist.ReduceOp.SUM)
             loss_sum /= self.dist.get_world_size()
         head = torch.stack([loss_sum, total.float().to(loss_sum.device)])
         vals = (torch.cat([head, norms.to(head.device)]) if norms is not None else head).tolist()
         loss_v, total_v, layer_v = vals[0], vals[1], vals[2:]
-        info = {"ids": [i for b in batches for i in b["ids"]],
-                "source_lengths": [n for b in batches for n in b["source_lengths"]]}
+        info = {
+            "ids": [i for b in batches for i in b["ids"]],
+            "source_lengths": [n for b in batches for n in b["source_lengths"]],
+        }
         lr_now = sched.get_last_lr()[0]
         skip = False
         if not (math.isfinite(loss_v) and math.isfinite(total_v)):
@@ -325,12 +356,15 @@ class Trainer:
             hist.skipped_steps.append(step)
         else:
             opt.step()
+            if not hist.state_bytes:  # gradients and optimizer states both exist only now
+                hist.state_bytes = state_bytes(self.raw, opt)
         sched.step()
         opt.zero_grad(set_to_none=True)
         return loss_v, total_v, layer_v, lr_now
 
-    def _record(self, run: "_Run", micro: list[list[int]], loss_v: float, total_v: float, layer_v: list[float],
-                lr_now: float) -> None:
+    def _record(
+        self, run: "_Run", micro: list[list[int]], loss_v: float, total_v: float, layer_v: list[float], lr_now: float
+    ) -> None:
         """Count the step; history, TensorBoard and progress bar get its figures."""
         hist = run.hist
         run.step += 1
@@ -345,8 +379,13 @@ class Trainer:
         hist.samples += sum(len(m) for m in micro) * (self.dist.get_world_size() if self.dist else 1)
         self._log(step, hist, layer_v)
         if run.bar is not None:
-            run.bar.update(1)
-            run.bar.set_postfix(loss=f"{loss_v:.3f}")
+            seconds = time.perf_counter() - run.loop_t0
+            run.bar.update(
+                1,
+                loss=f"{loss_v:.4f}",
+                lr=f"{lr_now:.2e}",
+                **{"samples/s": f"{hist.samples / seconds:.1f}" if seconds > 0 else "-"},
+            )
 
     def _maybe_checkpoint(self, run: "_Run") -> None:
         cfg, step = self.cfg, run.step
@@ -356,7 +395,9 @@ class Trainer:
     def _maybe_eval(self, run: "_Run") -> None:
         """Evaluate every `eval_every` steps and at the end; the time it takes is not training time."""
         cfg, step = self.cfg, run.step
-        if (self.eval_examples or self.eval_fn) and ((cfg.eval_every and step % cfg.eval_every == 0) or step == cfg.steps):
+        if (self.eval_examples or self.eval_fn) and (
+            (cfg.eval_every and step % cfg.eval_every == 0) or step == cfg.steps
+        ):
             t_eval = time.perf_counter()
             ev = {"step": step, **self.evaluate()}
             run.hist.evals.append(ev)
@@ -396,8 +437,14 @@ class Trainer:
         where = "loss" if not math.isfinite(loss_v) else "grad"
         if module is not None:
             where = "activation"
-        event = NonFinite(step, where, module or (mon.nonfinite_grad_layers(layer_v)[-1:] or [None])[0],
-                          info["ids"], info["source_lengths"], mon.nonfinite_grad_layers(layer_v))
+        event = NonFinite(
+            step,
+            where,
+            module or (mon.nonfinite_grad_layers(layer_v)[-1:] or [None])[0],
+            info["ids"],
+            info["source_lengths"],
+            mon.nonfinite_grad_layers(layer_v),
+        )
         mon.record_nonfinite(event)
         hist.nonfinite.append(dict(event.__dict__))
         w = self.writer()
@@ -432,8 +479,29 @@ class Trainer:
     def _save(self, step: int, opt, sched, data_pos: dict) -> None:
         if self.dist is not None:
             self.dist.barrier()
-        if self.is_main:
-            save_checkpoint(self.cfg.ckpt_dir, step, self.raw, opt, sched, data_pos,
-                            {**self._meta(), "config": asdict(self.cfg)}, keep=self.cfg.ckpt_keep)
+        if is_sharded(self.raw):  # every rank writes its own shards (a collective)
+            save_sharded_checkpoint(
+                self.cfg.ckpt_dir,
+                step,
+                self.raw,
+                opt,
+                sched,
+                data_pos,
+                {**self._meta(), "config": asdict(self.cfg)},
+                is_main=self.is_main,
+                barrier=self.dist.barrier,
+                keep=self.cfg.ckpt_keep,
+            )
+        elif self.is_main:
+            save_checkpoint(
+                self.cfg.ckpt_dir,
+                step,
+                self.raw,
+                opt,
+                sched,
+                data_pos,
+                {**self._meta(), "config": asdict(self.cfg)},
+                keep=self.cfg.ckpt_keep,
+            )
         if self.dist is not None:
             self.dist.barrier()

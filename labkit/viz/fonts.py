@@ -5,6 +5,7 @@ boxes with "Glyph missing" warnings.  `make setup` installs WenQuanYi Micro Hei
 (Debian `fonts-wqy-microhei`, also in binder/apt.txt); this module finds it (or
 another CJK font) and puts it first in the sans-serif list.
 """
+
 from __future__ import annotations
 
 import warnings
@@ -47,15 +48,15 @@ def configure(strict: bool = False) -> str | None:
 
     fam = find_cjk_font()
     if fam is None:
-        msg = ("no CJK font found: Chinese plot labels will render as boxes. "
-               "Fix: apt-get install fonts-wqy-microhei (or run `make setup`).")
+        msg = (
+            "no CJK font found: Chinese plot labels will render as boxes. "
+            "Fix: apt-get install fonts-wqy-microhei (or run `make setup`)."
+        )
         if strict:
             raise RuntimeError(msg)
         warnings.warn(msg, stacklevel=2)
         return None
-    matplotlib.rcParams["font.sans-serif"] = [fam] + [
-        f for f in matplotlib.rcParams["font.sans-serif"] if f != fam
-    ]
+    matplotlib.rcParams["font.sans-serif"] = [fam] + [f for f in matplotlib.rcParams["font.sans-serif"] if f != fam]
     matplotlib.rcParams["font.family"] = "sans-serif"
     matplotlib.rcParams["axes.unicode_minus"] = False  # the CJK font lacks U+2212
     _configured = fam

@@ -18,6 +18,7 @@ Sources are read from the module's file with `ast` (nothing is imported, so show
 In Jupyter the text is rendered with syntax highlighting (`IPython.display.Code`); elsewhere it
 is printed. Every function also returns the text, so tests can read it.
 """
+
 from __future__ import annotations
 
 import ast
@@ -47,8 +48,14 @@ def _qualname_lines(path: Path, qualname: str) -> tuple[int, int]:
     body = ast.parse(path.read_text(encoding="utf-8")).body
     node = None
     for part in qualname.split("."):
-        node = next((n for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-                     and n.name == part), None)
+        node = next(
+            (
+                n
+                for n in body
+                if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.name == part
+            ),
+            None,
+        )
         if node is None:
             raise LookupError(f"{path.name}: no function or class {qualname!r} (missing part {part!r})")
         body = node.body
@@ -61,11 +68,13 @@ def _region(text: str, marker: str, where: str) -> str:
     starts = [i for i, ln in enumerate(lines) if ln.strip() == f"# [{marker}]"]
     ends = [i for i, ln in enumerate(lines) if ln.strip() == f"# [/{marker}]"]
     if len(starts) != 1 or len(ends) != 1:
-        raise LookupError(f"{where}: marker '# [{marker}]' ... '# [/{marker}]' found {len(starts)}/{len(ends)} "
-                          "times, expected exactly once each")
+        raise LookupError(
+            f"{where}: marker '# [{marker}]' ... '# [/{marker}]' found {len(starts)}/{len(ends)} "
+            "times, expected exactly once each"
+        )
     if ends[0] <= starts[0]:
         raise LookupError(f"{where}: '# [/{marker}]' comes before '# [{marker}]'")
-    return "\n".join(lines[starts[0] + 1: ends[0]])
+    return "\n".join(lines[starts[0] + 1 : ends[0]])
 
 
 def _clean(text: str) -> str:
@@ -88,7 +97,7 @@ def source(target, marker: str | None = None, pattern: str | None = None, contex
         where = f"{mod}" + (f":{qual}" if qual else "")
         if qual:
             a, b = _qualname_lines(path, qual)
-            text = "\n".join(text.splitlines()[a - 1: b])
+            text = "\n".join(text.splitlines()[a - 1 : b])
     else:
         where = getattr(target, "__qualname__", getattr(target, "__name__", repr(target)))
         try:
@@ -136,8 +145,9 @@ def _display(text: str, language: str, title: str | None) -> None:
     print(text)
 
 
-def show_source(target, marker: str | None = None, pattern: str | None = None, context: int = 0,
-                title: str | None = None) -> str:
+def show_source(
+    target, marker: str | None = None, pattern: str | None = None, context: int = 0, title: str | None = None
+) -> str:
     """Display (and return) `source(target, marker, pattern, context)`; the title defaults to where it lives."""
     text = source(target, marker, pattern, context)
     if title is None:

@@ -11,6 +11,7 @@ prev/next); its mime bundle also carries a static HTML rendering of the first
 records of every group, which is what nbviewer/GitHub/an executed-but-closed
 notebook shows when no kernel is there to drive the widgets.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -21,10 +22,12 @@ from pathlib import Path
 from labkit.jsonl import read_jsonl
 
 MAX_CHARS = 2500  # per side: diffs of whole crawled pages are unreadable and slow
-_STYLE = ("<style>.lkv{font-family:sans-serif;font-size:13px}.lkv pre{white-space:pre-wrap;margin:0;"
-          "padding:6px;background:#fafafa;border:1px solid #ddd}.lkv del{background:#fdd;color:#900}"
-          ".lkv ins{background:#dfd;color:#060;text-decoration:none}.lkv td{vertical-align:top;width:50%}"
-          ".lkv .meta{color:#555;margin:4px 0}</style>")
+_STYLE = (
+    "<style>.lkv{font-family:sans-serif;font-size:13px}.lkv pre{white-space:pre-wrap;margin:0;"
+    "padding:6px;background:#fafafa;border:1px solid #ddd}.lkv del{background:#fdd;color:#900}"
+    ".lkv ins{background:#dfd;color:#060;text-decoration:none}.lkv td{vertical-align:top;width:50%}"
+    ".lkv .meta{color:#555;margin:4px 0}</style>"
+)
 
 
 def _read_rows(path: Path) -> list[dict]:
@@ -82,8 +85,9 @@ class CleaningViewer:
     def before(self, row: dict) -> str:
         """What the pipeline read: a reject's stored original, or a kept record re-read from its file."""
         if "reason" in row:
-            return _as_text(row.get("original")) or (f"[raw bytes, base64] {row['raw_b64'][:400]}"
-                                                     if row.get("raw_b64") else "")
+            return _as_text(row.get("original")) or (
+                f"[raw bytes, base64] {row['raw_b64'][:400]}" if row.get("raw_b64") else ""
+            )
         path = row["source"].rsplit(":", 1)[0] if not Path(row["source"]).exists() else row["source"]
         if path not in self._files:
             from labkit.cleaning.readers import read_file
@@ -107,16 +111,20 @@ class CleaningViewer:
         else:
             left, right = diff_html(self.before(row), self.after(row))
         fixes = ", ".join(row.get("fixes") or []) or "none"
-        return (f"{_STYLE}<div class='lkv'><div class='meta'><b>{html.escape(group)}</b> — record {i + 1} of "
-                f"{len(rows)} · id <code>{html.escape(str(row['id']))}</code> · fixes: {html.escape(fixes)}</div>"
-                f"<table><tr><th>before (as read)</th><th>after (as written)</th></tr>"
-                f"<tr><td><pre>{left}</pre></td><td><pre>{right}</pre></td></tr></table></div>")
+        return (
+            f"{_STYLE}<div class='lkv'><div class='meta'><b>{html.escape(group)}</b> — record {i + 1} of "
+            f"{len(rows)} · id <code>{html.escape(str(row['id']))}</code> · fixes: {html.escape(fixes)}</div>"
+            f"<table><tr><th>before (as read)</th><th>after (as written)</th></tr>"
+            f"<tr><td><pre>{left}</pre></td><td><pre>{right}</pre></td></tr></table></div>"
+        )
 
     # -- views ------------------------------------------------------------------------------
     def to_html(self, per_group: int = 2) -> str:
         """Static view: the first `per_group` records of every group (no kernel needed)."""
-        parts = [f"<h4>Cleaning run: {sum(len(v) for v in self.groups.values())} records in "
-                 f"{len(self.groups)} groups (static view)</h4>"]
+        parts = [
+            f"<h4>Cleaning run: {sum(len(v) for v in self.groups.values())} records in "
+            f"{len(self.groups)} groups (static view)</h4>"
+        ]
         for g, rows in self.groups.items():
             body = "".join(self.record_html(g, i) for i in range(min(per_group, len(rows))))
             parts.append(f"<details><summary>{html.escape(g)} ({len(rows)})</summary>{body}</details>")
@@ -129,8 +137,11 @@ class CleaningViewer:
         if not self.groups:
             return W.HTML("<i>nothing to show: the run wrote no records</i>")
         names = list(self.groups)
-        pick = W.Dropdown(options=[(f"{g} ({len(self.groups[g])})", g) for g in names],
-                          value=start if start in self.groups else names[0], description="show")
+        pick = W.Dropdown(
+            options=[(f"{g} ({len(self.groups[g])})", g) for g in names],
+            value=start if start in self.groups else names[0],
+            description="show",
+        )
         slider = W.IntSlider(min=1, max=len(self.groups[pick.value]), value=1, description="record")
         prev, nxt = W.Button(description="◀ prev"), W.Button(description="next ▶")
         view = W.HTML()

@@ -4,6 +4,7 @@ Every function takes records (`{id, title, body, source}` dicts, e.g. from
 `naive_load`) or a crawl directory and returns a pandas DataFrame or a dict,
 so a notebook shows it as a table and plots it with `plot_diagnostics`.
 """
+
 from __future__ import annotations
 
 import random
@@ -73,15 +74,24 @@ def replacement_counts(records: Sequence[dict]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def field_lengths(records: Sequence[dict], min_title: int = 10, max_title: int = 60,
-                  min_body: int = 50) -> pd.DataFrame:
+def field_lengths(
+    records: Sequence[dict], min_title: int = 10, max_title: int = 60, min_body: int = 50
+) -> pd.DataFrame:
     """Title/body lengths in characters and the outlier class of each (the cleaning limits by default)."""
     rows = []
     for r in records:
         t, b = (r.get("title") or "").strip(), (r.get("body") or "").strip()
-        flag = ("title missing" if not t else "title too short" if len(t) < min_title
-                else "title too long" if len(t) > max_title else "body too short" if len(b) < min_body
-                else "ok")
+        flag = (
+            "title missing"
+            if not t
+            else "title too short"
+            if len(t) < min_title
+            else "title too long"
+            if len(t) > max_title
+            else "body too short"
+            if len(b) < min_body
+            else "ok"
+        )
         rows.append({"id": r.get("id"), "title_len": len(t), "body_len": len(b), "outlier": flag})
     return pd.DataFrame(rows)
 
@@ -119,16 +129,40 @@ def script_regex_vs_parser(crawl_dir, n: int | None = None, seed: int = 0) -> pd
     for p in files:
         text = naive_decode(p.read_bytes())
         scripts = BeautifulSoup(text, "lxml").find_all("script")
-        rows.append({
-            "file": p.name, "regex": len(SCRIPT_RE.findall(text)), "parser": len(scripts),
-            "multi_line": sum("\n" in (s.string or "") for s in scripts),
-            "upper_case": len(re.findall(r"<SCRIPT\b", text)),
-        })
+        rows.append(
+            {
+                "file": p.name,
+                "regex": len(SCRIPT_RE.findall(text)),
+                "parser": len(scripts),
+                "multi_line": sum("\n" in (s.string or "") for s in scripts),
+                "upper_case": len(re.findall(r"<SCRIPT\b", text)),
+            }
+        )
     return pd.DataFrame(rows)
 
 
-def plot_diagnostics(noise: pd.DataFrame, lengths: pd.DataFrame, fffd: pd.DataFrame,
-                     encodings: pd.DataFrame):
+_ANY_SCRIPT = re.compile(r"<script\b[^>]*>.*?</script\s*>", re.S | re.I)  # what a parser sees as one block
+
+
+def scripts_the_regex_misses(path) -> list[str]:
+    """The <script> blocks of one crawled page that the classic `SCRIPT_RE` does not remove, as written in the page."""
+    from labkit.corpus.naive import naive_decode
+
+    text = naive_decode(Path(path).read_bytes())
+    removed = {m.start() for m in SCRIPT_RE.finditer(text)}
+    return [m.group(0) for m in _ANY_SCRIPT.finditer(text) if m.start() not in removed]
+
+
+def first_missed_script(pages) -> tuple[str, str] | None:
+    """(file name, block) of the first page among `pages` holding a script block the regex misses, or None."""
+    for page in pages:
+        missed = scripts_the_regex_misses(page)
+        if missed:
+            return Path(page).name, missed[0]
+    return None
+
+
+def plot_diagnostics(noise: pd.DataFrame, lengths: pd.DataFrame, fffd: pd.DataFrame, encodings: pd.DataFrame):
     """Four panels: noise kinds, field-length scatter, U+FFFD per record, detected encodings."""
     import matplotlib.pyplot as plt
 
@@ -138,8 +172,13 @@ def plot_diagnostics(noise: pd.DataFrame, lengths: pd.DataFrame, fffd: pd.DataFr
     ax[0, 0].set_xlabel("% 的样本 (share of records)")
     ax[0, 0].set_title("噪声类型 noise hits")
     for label, grp in lengths.groupby("outlier"):
-        ax[0, 1].scatter(grp["body_len"].clip(upper=3000), grp["title_len"].clip(upper=200), s=8,
-                         label=f"{label} ({len(grp)})", alpha=0.7)
+        ax[0, 1].scatter(
+            grp["body_len"].clip(upper=3000),
+            grp["title_len"].clip(upper=200),
+            s=8,
+            label=f"{label} ({len(grp)})",
+            alpha=0.7,
+        )
     ax[0, 1].axhspan(10, 60, color="green", alpha=0.08)
     ax[0, 1].set_xlabel("正文长度 body chars (clipped at 3000)")
     ax[0, 1].set_ylabel("标题长度 title chars")

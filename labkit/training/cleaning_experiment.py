@@ -5,8 +5,10 @@ pipeline's `clean.jsonl`.  Both arms share one tokenizer (trained on the union
 of both training sets, so neither arm gets a vocabulary advantage) and are
 evaluated on the same held-out *clean* articles, so eval loss, ROUGE-L and
 the repetition rate are comparable.  Training is `train_generator` -- the
-course's one training loop.
+course's one training loop.  It lives in `training` because it trains: cleaning
+never imports training (docs/architecture.md).
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -20,8 +22,15 @@ def read_clean(out_dir) -> list[dict]:
     return read_jsonl(Path(out_dir) / "clean.jsonl")
 
 
-def dirty_vs_clean(dirty: Sequence[dict], clean: Sequence[dict], eval_records: Sequence, cfg,
-                   tasks: Sequence[str] = ("title",), steps: int | None = None, **train_overrides) -> dict:
+def dirty_vs_clean(
+    dirty: Sequence[dict],
+    clean: Sequence[dict],
+    eval_records: Sequence,
+    cfg,
+    tasks: Sequence[str] = ("title",),
+    steps: int | None = None,
+    **train_overrides,
+) -> dict:
     """Train the same model for the same steps on each set; returns {"dirty": Trained, "clean": Trained}.
 
     `tasks` defaults to title generation: a crawl has titles and bodies, not summaries or keywords.
@@ -31,9 +40,12 @@ def dirty_vs_clean(dirty: Sequence[dict], clean: Sequence[dict], eval_records: S
     from labkit.training.recipes import train_generator
 
     tokenizer = train_tokenizer(tokenizer_texts(list(dirty) + list(clean)))
-    return {name: train_generator(records, eval_records, cfg, tasks=tasks, steps=steps, tokenizer=tokenizer,
-                                   **train_overrides)
-            for name, records in (("dirty", dirty), ("clean", clean))}
+    return {
+        name: train_generator(
+            records, eval_records, cfg, tasks=tasks, steps=steps, tokenizer=tokenizer, **train_overrides
+        )
+        for name, records in (("dirty", dirty), ("clean", clean))
+    }
 
 
 def metrics_table(runs: dict):
@@ -44,8 +56,12 @@ def metrics_table(runs: dict):
     for name, tr in runs.items():
         m = tr.metrics
         tail = tr.history.loss[-10:]
-        rows[name] = {"train_loss (last 10 steps)": sum(tail) / max(1, len(tail)),
-                      "eval_loss": m.get("eval_loss"), "rouge_l": m.get("rouge_l"),
-                      "keyword_f1": m.get("keyword_f1"), "repetition": m.get("repetition"),
-                      "duplicates": m.get("duplicates")}
+        rows[name] = {
+            "train_loss (last 10 steps)": sum(tail) / max(1, len(tail)),
+            "eval_loss": m.get("eval_loss"),
+            "rouge_l": m.get("rouge_l"),
+            "keyword_f1": m.get("keyword_f1"),
+            "repetition": m.get("repetition"),
+            "duplicates": m.get("duplicates"),
+        }
     return pd.DataFrame(rows).T

@@ -10,9 +10,9 @@ recorded completion, not only by the exit code: gloo on CPU sometimes aborts
 that case -- is accepted (or retried once when the abort took a still-working
 peer down with it); every other failure is reported with the log's tail.
 """
+
 from __future__ import annotations
 
-import json
 import os
 import queue
 import re
@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
-from labkit import procs
+from labkit import procs, threads
+from labkit.distributed.reports import clear_reports, read_reports  # noqa: F401  (read_reports: public here too)
 
 LAUNCHERS = ("torchrun", "python", "accelerate", "accelerate-cpu")
 SIGABRT_EXIT = -signal.SIGABRT
@@ -54,7 +55,7 @@ class LaunchTimeout(LaunchFailed):
 @dataclass
 class LaunchResult:
     command: list[str]
-    requested: int                       # processes asked for
+    requested: int  # processes asked for
     returncode: int | None = None
     ranks: dict[int, dict] = field(default_factory=dict)
     progress: dict[int, dict] = field(default_factory=dict)
@@ -62,8 +63,8 @@ class LaunchResult:
     seconds: float = 0.0
     attempts: int = 1
     notes: list[str] = field(default_factory=list)
-    failed_ranks: dict[int, int] = field(default_factory=dict)   # rank -> exit code (from torchrun's summary)
-    ok: bool = False                     # the verdict: every rank completed, no real failure
+    failed_ranks: dict[int, int] = field(default_factory=dict)  # rank -> exit code (from torchrun's summary)
+    ok: bool = False  # the verdict: every rank completed, no real failure
 
     @property
     def world_size(self) -> int:
@@ -107,70 +108,95 @@ def check_port(port: int, host: str = "127.0.0.1") -> None:
                 break
     except Exception:  # listing sockets may need privileges; the refusal stands without the owner
         pass
-    raise LaunchError(f"port {port} on {host} is already in use{owner}: pass another port= (or port=None to pick a free one), "
-                      f"or stop the job still holding it")
+    raise LaunchError(
+        f"port {port} on {host} is already in use{owner}: pass another port= (or port=None to pick a free one), "
+        f"or stop the job still holding it"
+    )
 
 
 def check_devices(nproc: int | None, device: str = "auto") -> tuple[int, str]:
     """(processes, device type) for this machine, or a clear refusal."""
     torch = sys.modules.get("torch")
-    if torch is not None and torch.cuda.is_initialized():
+    # a CPU launch (gloo) needs no GPU: the kernel's CUDA context takes nothing from it
+    if device != "cpu" and torch is not None and torch.cuda.is_initialized():
         raise LaunchError(
             "this kernel has already initialised CUDA (it holds a context and memory on a GPU the ranks need); "
-            "restart the kernel and call launch() before any CUDA work in the notebook")
+            "restart the kernel and call launch() before any CUDA work in the notebook"
+        )
     import torch
 
     n_gpu = torch.cuda.device_count() if device in ("auto", "cuda") else 0
     if device == "cuda" and n_gpu == 0:
-        raise LaunchError("device='cuda' asked for, but this machine has no visible GPU: use device='auto' (gloo on CPU)")
+        raise LaunchError(
+            "device='cuda' asked for, but this machine has no visible GPU: use device='auto' (gloo on CPU)"
+        )
     kind = "cuda" if n_gpu else "cpu"
     if nproc is None or nproc <= 0:
-        nproc = n_gpu or 2       # CPU: 2 gloo processes, enough to show real DDP in CI
+        nproc = n_gpu or 2  # CPU: 2 gloo processes, enough to show real DDP in CI
     if kind == "cuda" and nproc > n_gpu:
-        raise LaunchError(f"{nproc} processes asked for, but this machine has {n_gpu} GPU(s): one process per GPU "
-                          f"means nproc <= {n_gpu} (or device='cpu' for gloo processes)")
+        raise LaunchError(
+            f"{nproc} processes asked for, but this machine has {n_gpu} GPU(s): one process per GPU "
+            f"means nproc <= {n_gpu} (or device='cpu' for gloo processes)"
+        )
     if nproc < 1 or nproc > 64:
         raise LaunchError(f"impossible world size nproc={nproc}: use 1..{max(n_gpu, os.cpu_count() or 1)}")
     return nproc, kind
 
 
 # ---- the command ------------------------------------------------------------
-def build_command(launcher: str, module: str, args: Sequence[str], nproc: int, port: int, nnodes: int = 1,
-                  node_rank: int = 0, max_restarts: int = 0, host: str = "127.0.0.1", run_id: str | None = None) -> list[str]:
+def build_command(
+    launcher: str,
+    module: str,
+    args: Sequence[str],
+    nproc: int,
+    port: int,
+    nnodes: int = 1,
+    node_rank: int = 0,
+    max_restarts: int = 0,
+    host: str = "127.0.0.1",
+    run_id: str | None = None,
+) -> list[str]:
     py = sys.executable
     if launcher == "python":
         return [py, "-m", module, *args]
     # [fix:torchrun]
     if launcher == "torchrun":
-        return [py, "-m", "torch.distributed.run", f"--nnodes={nnodes}", f"--nproc-per-node={nproc}",
-                "--rdzv-backend=c10d", f"--rdzv-endpoint={host}:{port}", f"--rdzv-id={run_id or uuid.uuid4().hex[:8]}",
-                f"--rdzv-conf=is_host={'true' if node_rank == 0 else 'false'}",
-                f"--max-restarts={max_restarts}", "--tee=3", "-m", module, *args]
+        return [
+            py,
+            "-m",
+            "torch.distributed.run",
+            f"--nnodes={nnodes}",
+            f"--nproc-per-node={nproc}",
+            "--rdzv-backend=c10d",
+            f"--rdzv-endpoint={host}:{port}",
+            f"--rdzv-id={run_id or uuid.uuid4().hex[:8]}",
+            f"--rdzv-conf=is_host={'true' if node_rank == 0 else 'false'}",
+            f"--max-restarts={max_restarts}",
+            "--tee=3",
+            "-m",
+            module,
+            *args,
+        ]
     # [/fix:torchrun]
     # [fix:accelerate_launch]
     if launcher in ("accelerate", "accelerate-cpu"):
         mode = ["--cpu"] if launcher == "accelerate-cpu" else ["--multi_gpu"]
-        return [py, "-m", "accelerate.commands.launch", *mode, f"--num_processes={nproc}", "--num_machines=1",
-                "--mixed_precision=no", "--dynamo_backend=no", f"--main_process_port={port}", "-m", module, *args]
+        return [
+            py,
+            "-m",
+            "accelerate.commands.launch",
+            *mode,
+            f"--num_processes={nproc}",
+            "--num_machines=1",
+            "--mixed_precision=no",
+            "--dynamo_backend=no",
+            f"--main_process_port={port}",
+            "-m",
+            module,
+            *args,
+        ]
     # [/fix:accelerate_launch]
     raise LaunchError(f"unknown launcher {launcher!r}: choose one of {LAUNCHERS}")
-
-
-def read_reports(out_dir: str | Path) -> tuple[dict[int, dict], dict[int, dict]]:
-    """Each rank's report and heartbeat under `<out>/ranks/`."""
-    ranks, beats = {}, {}
-    for p in sorted(Path(out_dir, "ranks").glob("rank*.json")):
-        try:
-            d = json.loads(p.read_text(encoding="utf-8"))
-            ranks[int(d["rank"])] = d
-        except (json.JSONDecodeError, KeyError, ValueError):
-            continue  # a report being replaced right now; the atomic rename makes this rare
-    for p in sorted(Path(out_dir, "ranks").glob("rank*.progress")):
-        try:
-            beats[int(p.name[4:].split(".")[0])] = json.loads(p.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, ValueError):
-            continue
-    return ranks, beats
 
 
 def laggards(progress: dict[int, dict], ranks: dict[int, dict], expected: int) -> list[int]:
@@ -179,40 +205,64 @@ def laggards(progress: dict[int, dict], ranks: dict[int, dict], expected: int) -
     missing = [r for r in range(expected) if r not in progress]
     if missing:
         return missing
+
     def key(r):
         b = progress[r]
-        return (1 if ranks.get(r, {}).get("completed") else 0, order.get(b.get("stage"), 0), b.get("step", 0),
-                1 if b.get("phase") == "backward" else 0)
+        return (
+            1 if ranks.get(r, {}).get("completed") else 0,
+            order.get(b.get("stage"), 0),
+            b.get("step", 0),
+            1 if b.get("phase") == "backward" else 0,
+        )
+
     live = {r: key(r) for r in progress}
     low = min(live.values())
     return sorted(r for r, k in live.items() if k == low)
 
 
-def check_train_args(args: Sequence[str], out_dir: str | Path) -> None:
-    """Parse `labkit.train` arguments here, as every rank would, and raise `LaunchError` with argparse's
-    (or `check_args`') one-line reason instead of starting processes that would all fail the same way."""
+def preflight(module: str, args: Sequence[str], out_dir: str | Path, world: int | None = None) -> None:
+    """The launched module's own check of its arguments, before any rank starts: `module.preflight(argv)` when the
+    module has one (`labkit.train` does), raising `LaunchError` with its one-line reason instead of starting
+    processes that would all fail the same way.  The launcher knows no program: it asks the module."""
+    import importlib
+
     from labkit.cli_errors import UsageError
-    from labkit.training.rank_program import build_parser, check_args
 
-    parser = build_parser()
-
-    def error(message: str):
-        raise LaunchError(f"labkit.train arguments {list(args)}: {message}; see `python -m labkit.train --help`")
-
-    parser.error = error  # argparse reports every parse error through this hook
+    check = getattr(importlib.import_module(module), "preflight", None)
+    if check is None:
+        return
     argv = list(args) if any(a == "--out" or a.startswith("--out=") for a in args) else [*args, "--out", str(out_dir)]
+    import inspect
+
+    # the job's size too, when the module's check takes it (`--strategy fsdp` on one process is refused here)
+    kwargs = {"world": world} if world is not None and "world" in inspect.signature(check).parameters else {}
     try:
-        check_args(parser.parse_args(argv))
+        check(argv, **kwargs)
     except UsageError as exc:
-        raise LaunchError(f"labkit.train: {exc}") from None
+        raise LaunchError(f"{module}: {exc}") from None
 
 
 # ---- launch -----------------------------------------------------------------
-def launch(args: Sequence[str] = (), nproc: int | None = None, *, out_dir: str | Path, module: str = "labkit.train",
-           launcher: str = "torchrun", device: str = "auto", timeout_s: float = 600.0, port: int | None = None,
-           nnodes: int = 1, node_rank: int = 0, max_restarts: int = 0, run_id: str | None = None,
-           env: dict | None = None, fresh: bool = True, retry_abort: bool = True, check: bool = True,
-           echo: Callable[[str], None] | None = print) -> LaunchResult:
+def launch(
+    args: Sequence[str] = (),
+    nproc: int | None = None,
+    *,
+    out_dir: str | Path,
+    module: str = "labkit.train",
+    launcher: str = "torchrun",
+    device: str = "auto",
+    timeout_s: float = 600.0,
+    port: int | None = None,
+    nnodes: int = 1,
+    node_rank: int = 0,
+    max_restarts: int = 0,
+    run_id: str | None = None,
+    env: dict | None = None,
+    fresh: bool = True,
+    retry_abort: bool = True,
+    check: bool = True,
+    echo: Callable[[str], None] | None = print,
+) -> LaunchResult:
     """Run `module` on `nproc` processes and return every rank's report.
 
     `out_dir` is handed to the ranks as `$LABKIT_OUT`.  On CPU the default is 2
@@ -230,28 +280,30 @@ def launch(args: Sequence[str] = (), nproc: int | None = None, *, out_dir: str |
         port = free_port()
     elif node_rank == 0:
         check_port(port)
-    if module == "labkit.train":
-        check_train_args(args, out_dir)  # a bad --schedule fails here, before any rank starts
+    # e.g. labkit.train's bad --schedule (or --strategy fsdp on one process) fails here, before any rank starts
+    preflight(module, args, out_dir, nproc * nnodes)
     out = Path(out_dir)
     child_env = {**os.environ, **(env or {}), "LABKIT_OUT": str(out), "PYTHONUNBUFFERED": "1"}
+    child_env.setdefault("OMP_WAIT_POLICY", threads.WAIT_POLICY)  # waiting OpenMP threads sleep (labkit.threads)
     if kind == "cpu":
-        # each rank gets its share of the cores instead of every rank grabbing all of them
-        child_env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // nproc)))
+        # each rank gets its share of the cores (ranks x threads <= cores) instead of every rank grabbing all of them
+        child_env.setdefault("OMP_NUM_THREADS", str(max(1, threads.cores() // nproc)))
         if child_env.get("TORCH_DISTRIBUTED_DEBUG", "").upper() == "DETAIL":
             child_env["TORCH_DISTRIBUTED_DEBUG"] = "INFO"  # DETAIL crashes gloo on CPU with this torch build
             if echo:
                 echo("[launch] TORCH_DISTRIBUTED_DEBUG=DETAIL segfaults on CPU here; using INFO")
-    cmd = build_command(launcher, module, list(args), nproc, port, nnodes, node_rank, max_restarts,
-                        run_id=run_id or f"labkit-{port}")
+    cmd = build_command(
+        launcher, module, list(args), nproc, port, nnodes, node_rank, max_restarts, run_id=run_id or f"labkit-{port}"
+    )
     total = LaunchResult(cmd, requested=nproc * nnodes)
     t0 = time.perf_counter()
     for attempt in (1, 2):
         if fresh:
-            for p in list(Path(out, "ranks").glob("rank*")):
-                p.unlink(missing_ok=True)
+            clear_reports(out)
         child_env["LABKIT_LAUNCH_ATTEMPT"] = str(attempt)
-        res = _run_once(cmd, child_env, out, timeout_s - (time.perf_counter() - t0), nproc * nnodes, echo,
-                        multi_node=nnodes > 1)
+        res = _run_once(
+            cmd, child_env, out, timeout_s - (time.perf_counter() - t0), nproc * nnodes, echo, multi_node=nnodes > 1
+        )
         total.returncode, total.ranks, total.progress = res.returncode, res.ranks, res.progress
         total.log += res.log
         total.failed_ranks, total.attempts = res.failed_ranks, attempt
@@ -264,29 +316,45 @@ def launch(args: Sequence[str] = (), nproc: int | None = None, *, out_dir: str |
         if res.completed and (res.returncode == 0 or (teardown_only and set(res.failed_ranks) <= done)):
             total.ok = True
             if res.returncode != 0:
-                total.notes.append(f"rank(s) {sorted(aborted)} aborted (SIGABRT) at interpreter exit after recording "
-                                   f"completion: the known gloo teardown crash on CPU; the work is complete")
+                total.notes.append(
+                    f"rank(s) {sorted(aborted)} aborted (SIGABRT) at interpreter exit after recording "
+                    f"completion: the known gloo teardown crash on CPU; the work is complete"
+                )
             break
         if retry_abort and attempt == 1 and teardown_only and aborted <= done:
-            total.notes.append(f"attempt 1: rank(s) {sorted(aborted)} completed, then aborted at exit and the launcher "
-                               f"stopped unfinished peers {sorted(collateral - done)}; retrying once")
+            total.notes.append(
+                f"attempt 1: rank(s) {sorted(aborted)} completed, then aborted at exit and the launcher "
+                f"stopped unfinished peers {sorted(collateral - done)}; retrying once"
+            )
             if echo:
                 echo(f"[launch] {total.notes[-1]}")
             continue
         break
     total.seconds = time.perf_counter() - t0
     if check and not total.ok:
-        missing = [r for r in range(max(total.world_size, total.requested)) if not total.ranks.get(r, {}).get("completed")]
+        missing = [
+            r for r in range(max(total.world_size, total.requested)) if not total.ranks.get(r, {}).get("completed")
+        ]
         raise LaunchFailed(
             f"{launcher} exited with code {total.returncode}; ranks without recorded completion: {missing}; "
-            f"failures reported by torchrun: {total.failed_ranks or 'none'}. Last lines:\n{total.tail(25)}", total)
+            f"failures reported by torchrun: {total.failed_ranks or 'none'}. Last lines:\n{total.tail(25)}",
+            total,
+        )
     return total
 
 
 def _run_once(cmd, env, out: Path, timeout_s: float, expected: int, echo, multi_node: bool) -> LaunchResult:
     res = LaunchResult(list(cmd), requested=expected)
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1, env=env,
-                            start_new_session=True, errors="replace")
+    proc = subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        bufsize=1,
+        env=env,
+        start_new_session=True,
+        errors="replace",
+    )
     lines: queue.Queue = queue.Queue()
 
     def pump():
@@ -311,7 +379,7 @@ def _run_once(cmd, env, out: Path, timeout_s: float, expected: int, echo, multi_
                 break
             m = _TAG.match(line)
             if m:  # torchrun's "[default0]:" names the local rank; single node => it is the rank
-                line = f"[{'local ' if multi_node else ''}rank {m.group(1)}] {line[m.end():]}"
+                line = f"[{'local ' if multi_node else ''}rank {m.group(1)}] {line[m.end() :]}"
             res.log.append(line)
             if echo:
                 echo(line)
@@ -333,9 +401,15 @@ def _run_once(cmd, env, out: Path, timeout_s: float, expected: int, echo, multi_
         res.failed_ranks = {next(iter(res.ranks)): res.returncode}  # plain python: the process is the rank
     if timed_out:
         hung = laggards(res.progress, res.ranks, max(res.world_size, expected))
-        where = "; ".join(f"rank {r}: {res.progress.get(r, {}).get('stage', 'never started')} step "
-                          f"{res.progress.get(r, {}).get('step', '-')} {res.progress.get(r, {}).get('phase', '')}".rstrip()
-                          for r in sorted(set(range(max(res.world_size, expected))) | set(res.progress)))
-        raise LaunchTimeout(f"timed out after {timeout_s:.0f} s: rank(s) {hung} stopped making progress and the others "
-                            f"wait for them ({where}); every process of the job was killed", res, hung)
+        where = "; ".join(
+            f"rank {r}: {res.progress.get(r, {}).get('stage', 'never started')} step "
+            f"{res.progress.get(r, {}).get('step', '-')} {res.progress.get(r, {}).get('phase', '')}".rstrip()
+            for r in sorted(set(range(max(res.world_size, expected))) | set(res.progress))
+        )
+        raise LaunchTimeout(
+            f"timed out after {timeout_s:.0f} s: rank(s) {hung} stopped making progress and the others "
+            f"wait for them ({where}); every process of the job was killed",
+            res,
+            hung,
+        )
     return res

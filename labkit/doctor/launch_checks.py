@@ -1,0 +1,377 @@
+"""The launch checks of `labkit doctor script`: where each rank's local rank comes from, and
+whether the model is on that rank's GPU before DistributedDataParallel wraps it.
+
+`--local_rank` is the deprecated launcher's contract (`python -m torch.distributed.launch`
+passes it; torchrun does not, so every rank would keep the default).  Many real scripts
+(MAE, DINO, timm, diffusers) still declare the argument but take the local rank from
+LOCAL_RANK in the environment, or overwrite the argument with it: that is a leftover, not a
+bug.  So the argument is followed from `args.local_rank` through assignments and the file's
+own functions, and only a value that reaches a device or the process group is `legacy_launch`.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+
+from labkit.doctor.ast_facts import ScriptFacts, is_const, is_simple_value, kwarg, strings, unparse
+
+LOCAL_RANK_FLAGS = ("--local_rank", "--local-rank")
+ENV_LOCAL_RANK = ("LOCAL_RANK", "SLURM_LOCALID", "MPI_LOCALRANKID", "OMPI_COMM_WORLD_LOCAL_RANK")
+# a value passed to these calls, or as one of these keywords, picks this rank's device or process
+DEVICE_CALLS = (
+    "set_device",
+    "set_device_index",
+    "device",
+    "cuda",
+    "to",
+    "init_process_group",
+    "DistributedDataParallel",
+    "DataParallel",
+)
+DEVICE_KEYWORDS = ("device_ids", "output_device", "device", "device_map", "local_rank", "rank")
+
+
+@dataclass
+class LocalRankArg:
+    """A declared `--local_rank` argument and what becomes of its value."""
+
+    call: ast.Call  # the add_argument(...)
+    flag: str
+    default: str  # its default as written ("None" when absent)
+    use: ast.AST | None = None  # where the command-line value reaches a device or the process group
+    overwrite: ast.Assign | None = None  # `args.local_rank = <something else>`
+    from_env: bool = False  # ...and that something is LOCAL_RANK from the environment
+
+
+def _declared(f: ScriptFacts) -> tuple[ast.Call, str, str] | None:
+    for c in f.calls_named("add_argument"):
+        flags = [a.value for a in c.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+        flag = next((fl for fl in flags if fl in LOCAL_RANK_FLAGS), None)
+        if flag:
+            dest = kwarg(c, "dest")
+            named = isinstance(dest, ast.Constant) and isinstance(dest.value, str)
+            return c, flag, dest.value if named else flag.lstrip("-").replace("-", "_")
+    return None
+
+
+def _mentions_env(node: ast.AST, env_names: set[str]) -> bool:
+    return any(s in ENV_LOCAL_RANK for s in strings(node)) or any(
+        isinstance(n, ast.Name) and n.id in env_names for n in ast.walk(node)
+    )
+
+
+def _env_names(f: ScriptFacts) -> set[str]:
+    """Variables holding LOCAL_RANK from the environment (`env_local_rank = int(os.environ.get("LOCAL_RANK", -1))`)."""
+    names: set[str] = set()
+    assigns = [a for a in ast.walk(f.tree) if isinstance(a, ast.Assign) and is_simple_value(a.value)]
+    for _ in range(4):
+        before = len(names)
+        for a in assigns:
+            if _mentions_env(a.value, names):
+                names.update(t.id for t in a.targets if isinstance(t, ast.Name))
+        if len(names) == before:
+            break
+    return names
+
+
+class _Flow:
+    """Names that hold the command-line local rank, scoped by the function they live in."""
+
+    def __init__(self, f: ScriptFacts, dest: str):
+        self.f, self.dest = f, dest
+        self.attrs: set[str] = set()  # `args.local_rank`, `args.gpu = args.local_rank`
+        self.names: set[tuple[int, str]] = set()  # (id of the enclosing function or 0, name)
+
+    def _scope(self, node: ast.AST) -> int:
+        func = self.f.enclosing_function(node)
+        return id(func) if func is not None else 0
+
+    def holds(self, node: ast.AST) -> bool:
+        for sub in ast.walk(node):
+            if (
+                isinstance(sub, ast.Attribute)
+                and isinstance(sub.ctx, ast.Load)
+                and ((sub.attr == self.dest and unparse(sub.value) != "self") or unparse(sub) in self.attrs)
+            ):
+                return True
+            if (
+                isinstance(sub, ast.Name)
+                and isinstance(sub.ctx, ast.Load)
+                and ((self._scope(sub), sub.id) in self.names or (0, sub.id) in self.names)
+            ):
+                return True
+        return False
+
+    def _add(self, target: ast.AST, scope: int) -> bool:
+        before = len(self.attrs) + len(self.names)
+        if isinstance(target, ast.Attribute):
+            self.attrs.add(unparse(target))
+        elif isinstance(target, ast.Name):
+            self.names.add((scope, target.id))
+        return len(self.attrs) + len(self.names) > before
+
+    def spread(self) -> None:
+        """Follow simple assignments (`local_rank = args.local_rank`) and calls into the file's functions."""
+        for _ in range(6):
+            grew = False
+            for node in ast.walk(self.f.tree):
+                if isinstance(node, ast.Assign) and is_simple_value(node.value) and self.holds(node.value):
+                    for t in node.targets:
+                        if not (isinstance(t, ast.Attribute) and t.attr == self.dest):
+                            grew |= self._add(t, self._scope(node))
+                elif isinstance(node, ast.Call):
+                    for func in self.f.targets(node):
+                        params = [a.arg for a in func.args.posonlyargs + func.args.args]
+                        if params and params[0] in ("self", "cls") and isinstance(node.func, ast.Attribute):
+                            params = params[1:]
+                        passed = list(zip(params, node.args)) + [(k.arg, k.value) for k in node.keywords if k.arg]
+                        for param, value in passed:
+                            if self.holds(value):
+                                grew |= self._add(ast.Name(id=param, ctx=ast.Store()), id(func))
+            if not grew:
+                break
+
+    def device_uses(self) -> list[ast.AST]:
+        """Calls, keywords and "cuda:%d" strings that put the value into a device or the process group."""
+        uses = []
+        for node in ast.walk(self.f.tree):
+            if isinstance(node, ast.Call):
+                last = self.f.call_name(node).split(".")[-1]
+                if last in DEVICE_CALLS and any(self.holds(a) for a in node.args):
+                    uses.append(node)
+                elif any(k.arg in DEVICE_KEYWORDS and self.holds(k.value) for k in node.keywords):
+                    uses.append(node)
+            elif (
+                isinstance(node, (ast.JoinedStr, ast.BinOp))
+                and any("cuda" in s for s in strings(node))
+                and self.holds(node)
+            ):
+                uses.append(node)
+        return sorted(uses, key=lambda n: n.lineno)
+
+
+def local_rank_arg(f: ScriptFacts) -> LocalRankArg | None:
+    """The `--local_rank` argument, if declared: does its value reach a device or the process group?"""
+    if "local_rank_arg" not in f.memo:
+        f.memo["local_rank_arg"] = _follow_local_rank_arg(f)
+    return f.memo["local_rank_arg"]
+
+
+def _follow_local_rank_arg(f: ScriptFacts) -> LocalRankArg | None:
+    found = _declared(f)
+    if found is None:
+        return None
+    call, flag, dest = found
+    default = kwarg(call, "default")
+    arg = LocalRankArg(call, flag, unparse(default) if default is not None else "None")
+    if default is not None and any(s in ENV_LOCAL_RANK for s in strings(default)):
+        arg.from_env = True  # default=int(os.environ["LOCAL_RANK"]): right under torchrun too
+        return arg
+    env = _env_names(f)
+    for node in ast.walk(f.tree):
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Attribute) and t.attr == dest for t in node.targets):
+            arg.overwrite = node
+            arg.from_env = _mentions_env(node.value, env)
+            break
+    flow = _Flow(f, dest)
+    flow.spread()
+    for use in flow.device_uses():
+        if arg.overwrite is not None and not (
+            f.same_function(use, arg.overwrite) and use.lineno < arg.overwrite.lineno
+        ):
+            continue  # the value was replaced before it got here
+        arg.use = use
+        break
+    return arg
+
+
+def _reads_env_local_rank(f: ScriptFacts) -> bool:
+    return any(isinstance(n, ast.Constant) and n.value in ENV_LOCAL_RANK for n in ast.walk(f.tree))
+
+
+def check_legacy_launch(f: ScriptFacts) -> list[tuple]:
+    """The deprecated launcher's contract: a `--local_rank` value that decides the device, an import of
+    `torch.distributed.launch`, or a launch line documented with it."""
+    hits = []
+    arg = local_rank_arg(f)
+    if arg is not None and arg.use is not None:
+        hits.append(
+            (
+                arg.call.lineno,
+                f"the local rank comes from the `{arg.flag}` command-line argument (line {arg.use.lineno} "
+                f"puts it into the device or process group): torchrun passes no `{arg.flag}`, so every rank "
+                f"would keep the default {arg.default}",
+            )
+        )
+    for node in ast.walk(f.tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            mods = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [f"{node.module}.{a.name}" for a in node.names]
+            )
+            if any(m == "torch.distributed.launch" for m in mods):
+                hits.append((node.lineno, "imports torch.distributed.launch"))
+    own_help = range(arg.call.lineno, arg.call.end_lineno + 1) if arg is not None else range(0)
+    for line, text in sorted(f.comments_and_strings()):
+        if line in own_help:
+            continue  # the argument's own help text describes the argument: see unused_local_rank_arg
+        if "torch.distributed.launch" in text and not re.search(r"torchrun|instead|deprecat|legacy", text, re.I):
+            hits.append((line, "launches or documents `python -m torch.distributed.launch`"))
+    hits = sorted(hits[:1])
+    if hits and (arg is None or arg.use is None) and _reads_env_local_rank(f):
+        return [(*hits[0], "reads_env")]  # the fix is only the launch command: LOCAL_RANK is already read
+    return hits
+
+
+def check_unused_local_rank_arg(f: ScriptFacts) -> list[tuple[int, str]]:
+    """A `--local_rank` argument that decides nothing: kept so the deprecated launcher's `--local_rank=N`
+    parses. Harmless today, misleading to the next reader (a note, not a warning)."""
+    arg = local_rank_arg(f)
+    if arg is None or arg.use is not None or (arg.overwrite is None and arg.from_env):
+        return []
+    if arg.overwrite is not None:
+        source = "LOCAL_RANK from the environment" if arg.from_env else f"`{unparse(arg.overwrite.value)}`"
+        why = f"line {arg.overwrite.lineno} replaces it with {source}"
+    else:
+        why = "this file never uses its value for the device or the process group"
+    return [
+        (
+            arg.call.lineno,
+            f"`{arg.flag}` is declared but {why}: the argument is only there so the deprecated "
+            f"launcher's `{arg.flag}=N` parses",
+        )
+    ]
+
+
+# ---- the model on this rank's device ----------------------------------------------------
+def _is_move(f: ScriptFacts, call: ast.Call) -> bool:
+    return isinstance(call.func, ast.Attribute) and call.func.attr in ("to", "cuda")
+
+
+def _bare_cuda(call: ast.Call) -> bool:
+    """`.cuda()` / `.to("cuda")`: card 0 for every rank unless a per-rank device was set."""
+    if call.func.attr == "cuda":
+        return not call.args and kwarg(call, "device") is None
+    arg = call.args[0] if call.args else kwarg(call, "device")
+    if is_const(arg, "cuda"):
+        return True
+    return (
+        isinstance(arg, ast.Call)
+        and unparse(arg.func).endswith("device")
+        and len(arg.args) == 1
+        and is_const(arg.args[0], "cuda")
+    )
+
+
+def _model_moves(f: ScriptFacts, ddp: ast.Call) -> list[ast.Call] | None:
+    """The `.to()`/`.cuda()` calls that put the wrapped model on a device before `ddp`."""
+    arg = ddp.args[0] if ddp.args else kwarg(ddp, "module")
+    if arg is None:
+        return None
+    if isinstance(arg, ast.Call) and _is_move(f, arg):
+        return [arg]
+    keys = {unparse(arg), unparse(arg).split(".")[-1]}
+    func = f.enclosing_function(ddp)
+    if func is not None and isinstance(arg, ast.Name):
+        params = [a.arg for a in func.args.posonlyargs + func.args.args]
+        if arg.id in params:  # wrap(model): the caller's variable is the model
+            i = params.index(arg.id) - (1 if params[0] in ("self", "cls") else 0)
+            for site in f.callers(func):
+                if 0 <= i < len(site.args):
+                    keys.add(unparse(site.args[i]))
+    moves = []
+    for node in ast.walk(f.tree):  # model = Net(device=...) / model = build_model() whose body moves it
+        if (
+            isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Call)
+            and {unparse(t) for t in node.targets} & keys
+        ):
+            made = node.value
+            if kwarg(made, "device") is not None or kwarg(made, "device_map") is not None:
+                moves.append(made)
+            elif any(isinstance(n, ast.Call) and _is_move(f, n) for n, _ in f.reachable(f.targets(made))):
+                moves.append(made)
+    for c in f.calls:
+        if not _is_move(f, c):
+            continue
+        recv = unparse(c.func.value)
+        assigned = f.parents.get(c)
+        target_keys = {unparse(t) for t in assigned.targets} if isinstance(assigned, ast.Assign) else set()
+        if (
+            recv in keys
+            or recv.split(".")[-1] in keys
+            or target_keys & keys
+            or any(t.split(".")[-1] in keys for t in target_keys)
+        ):
+            if f.same_function(c, ddp) and c.lineno > ddp.lineno:
+                continue  # moved after wrapping: too late
+            moves.append(c)
+    return moves
+
+
+def _branch(f: ScriptFacts, node: ast.AST, stop: ast.If) -> str:
+    """Which side of `stop` (an `if` above `node`) holds it: "body", "orelse" or "test"."""
+    child = node
+    for anc in f.ancestors(node):
+        if anc is stop:
+            break
+        child = anc
+    return "body" if child in stop.body else "orelse" if child in stop.orelse else "test"
+
+
+def _exclusive(f: ScriptFacts, a: ast.AST, b: ast.AST) -> bool:
+    """Do `a` and `b` sit in opposite branches of one `if` (imagenet's `if args.gpu is not None: ... else: ...`)?"""
+    above_b = {id(n) for n in f.ancestors(b)}
+    common = next((n for n in f.ancestors(a) if id(n) in above_b), None)
+    return isinstance(common, ast.If) and {_branch(f, a, common), _branch(f, b, common)} == {"body", "orelse"}
+
+
+def _device_set(f: ScriptFacts, ddp: ast.Call) -> tuple[bool, bool]:
+    """(a per-rank device is set on the way to `ddp`, one is set only in another branch)."""
+    if "CUDA_VISIBLE_DEVICES" in f.source:
+        return True, False
+    sets = f.calls_named("set_device", "set_device_index")
+    applies = [s for s in sets if not (f.same_function(s, ddp) and _exclusive(f, s, ddp))]
+    return bool(applies), bool(sets) and not applies
+
+
+def check_model_not_on_device(f: ScriptFacts) -> list[tuple[int, str]]:
+    """DDP wraps the module where it is: an unmoved model trains on CPU (or fails), and
+    `.cuda()` without a per-rank device piles every rank onto cuda:0."""
+    if not re.search(r"nccl|cuda", f.source, re.I):
+        return []
+    bare_msg = "`.cuda()` with no per-rank device and no `device_ids`: every rank lands on cuda:0"
+    hits = []
+    ddps = f.calls_named("DistributedDataParallel")
+    for ddp in ddps:
+        moves = _model_moves(f, ddp)
+        if moves is None:
+            continue
+        has_ids = kwarg(ddp, "device_ids") is not None or len(ddp.args) > 1
+        device_set, elsewhere = _device_set(f, ddp)
+        if not moves:
+            hits.append(
+                (
+                    ddp.lineno,
+                    "the model is wrapped in DistributedDataParallel without first being moved to this rank's GPU",
+                )
+            )
+        elif not device_set and not has_ids and any(_bare_cuda(m) for m in moves):
+            hits.append(
+                (
+                    ddp.lineno,
+                    bare_msg + (" (`torch.cuda.set_device` runs only in the other branch)" if elsewhere else ""),
+                )
+            )
+    if (
+        not hits
+        and ddps
+        and all(kwarg(d, "device_ids") is None and len(d.args) < 2 and not _device_set(f, d)[0] for d in ddps)
+    ):
+        bare = [c for c in f.calls if isinstance(c.func, ast.Attribute) and c.func.attr == "cuda" and _bare_cuda(c)]
+        if bare:
+            hits.append((bare[0].lineno, bare_msg))
+    return hits

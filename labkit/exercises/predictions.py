@@ -1,0 +1,255 @@
+"""Predict, then run: one question per notebook, answered before the cell that measures it.
+
+The learner writes a prediction (`predict("05", 100)`) before the cell that measures the quantity; after it,
+`reveal("05", res)` reads the measured value from the notebook's own results (`labkit.results.Results`, by the
+question's results key), compares it with the prediction within the question's stated tolerance, and explains
+why the number is what it is. A prediction is not a test: a far-off one is answered with the explanation, not
+a failure (✅ close / 🔎 off); only a missing prediction fails, with `UNANSWERED`.
+
+Keys: `metric:NAME` (a `res.metric`) or `expect:NAME` (the observed value of a `res.expect` claim), with `[i]`
+to take one element of a tuple.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from labkit.exercises import UNANSWERED, fail, passed
+
+
+@dataclass(frozen=True)
+class Question:
+    id: str
+    notebook: str
+    text: str
+    key: str  # where the notebook records the measured value (see the module doc)
+    unit: str
+    tolerance: tuple  # ("abs", d): |p - m| <= d; ("factor", f): m/f <= p <= m*f; ("exact",); ("choice",)
+    explain: str
+    scale: float = 1.0  # measured value x scale = the unit the question asks in
+    choices: tuple[str, ...] = ()
+    classify: Callable[[Any], str] | None = None  # measured value -> one of `choices`
+
+    @property
+    def rule(self) -> str:
+        kind = self.tolerance[0]
+        if kind == "abs":
+            return f"within ±{self.tolerance[1]:g} {self.unit}"
+        if kind == "factor":
+            return f"within a factor of {self.tolerance[1]:g}"
+        if kind == "choice":
+            return "the same choice"
+        return "exactly"
+
+
+def _layer_kind(name: Any) -> str:
+    name = str(name or "")
+    if "layer_norm" in name:
+        return "layer norm"
+    if "Attention" in name:
+        return "attention"
+    if "DenseReluDense" in name:
+        return "feed-forward"
+    return "embedding or output" if name else "none"
+
+
+QUESTIONS: dict[str, Question] = {
+    q.id: q
+    for q in (
+        Question(
+            "01",
+            "01_dirty_data",
+            "Of the records the naive loader kept, what share carry visible noise (JavaScript, CSS, tags, page "
+            "furniture, control characters, U+FFFD or mojibake)? Answer as a share between 0 and 1.",
+            "metric:sample_noise_share",
+            "(share of the sample)",
+            ("abs", 0.15),
+            "The naive loader keeps almost every record (~89 % of the crawl) and about two in three of them carry "
+            "page furniture, script code or damaged text -- a team that looked at a screenful of samples would "
+            "have seen it before training anything.",
+        ),
+        Question(
+            "02",
+            "02_cleaning_pipeline",
+            "What share of the crawl's records will the cleaning pipeline reject (as a share between 0 and 1)?",
+            "metric:rejected_share",
+            "(share of the records)",
+            ("abs", 0.08),
+            "About 27-30 %: the generator damages a quarter of the records beyond repair (missing or absurd titles, "
+            "U+FFFD, shifted CSV rows, truncated JSON) and adds ~8 % duplicates; everything else -- encodings, "
+            "latin-1 mojibake, scripts, furniture, swapped columns -- is repaired and kept.",
+        ),
+        Question(
+            "03",
+            "03_memory_and_accumulation",
+            "The memory grid measures one training step from batch 4 x 64 tokens up to batch 16 x 256 tokens (16x the "
+            "tokens). How many times more step memory will the largest configuration need than the smallest?",
+            "expect:largest vs smallest configuration",
+            "x",
+            ("factor", 1.5),
+            "Activations grow with batch x length, and attention's scores with length squared, but at 256 tokens "
+            "and d_model 128 the per-token tensors (q/k/v, feed-forward, logits over the vocabulary) dominate: the "
+            "measured peak grows a little less than the 16x tokens, because gradients and the allocator's slack do "
+            "not grow with the batch at all.",
+        ),
+        Question(
+            "04",
+            "04_launching_ddp",
+            "`python -m labkit.train --local_rank=0` is started where 2 processes were asked for. What world size "
+            "will the ranks report?",
+            "expect:wrong launch: processes started and world size[1]",
+            "process(es)",
+            ("exact",),
+            "1. `--local_rank` is what the old launcher passed *to* the processes it started; typing it starts "
+            "nothing. No launcher set WORLD_SIZE, so the script is one ordinary process -- the run that 'trained "
+            "fine for a day' at world size 1.",
+        ),
+        Question(
+            "05",
+            "05_samplers_and_seeds",
+            "Without any sampler, every rank shuffles the whole data set with the same seed. What share of the "
+            "examples seen in an epoch will more than one rank see (overlap, in %)?",
+            "expect:no sampler: overlap across ranks",
+            "%",
+            ("abs", 10.0),
+            "100 %: the same seed gives every rank the same shuffle, so the ranks draw identical batches and compute "
+            "identical gradients -- N processes doing one process's work N times (work factor = N).",
+        ),
+        Question(
+            "06",
+            "06_exploding_gradients",
+            "In the broken run (lr 0.1, no warmup, no clipping), which kind of layer will the gradient monitor name "
+            "as the first to spike: 'layer norm', 'attention', 'feed-forward' or 'embedding or output'?",
+            "metric:first_spike_layer",
+            "",
+            ("choice",),
+            "In this tiny pre-norm T5 the RMS layer-norm weights in front of the attention sub-layers spike first: "
+            "they scale everything the attention sees, have few parameters, and AdamW moves each of them by ~lr per "
+            "step -- at lr 0.1 the learning rate alone throws them off, before any hostile batch does.",
+            choices=("layer norm", "attention", "feed-forward", "embedding or output"),
+            classify=_layer_kind,
+        ),
+        Question(
+            "07",
+            "07_multitask_distributed_training",
+            "1 process with batch 16 vs 2 processes with batch 8 each, the same examples in every step: how far "
+            "apart will the two loss curves be on average (mean relative gap, in %)?",
+            "metric:loss_mean_rel_gap",
+            "%",
+            ("abs", 0.5),
+            "About 0.5-0.7 %, not 0: each rank averages the loss over its own tokens and DDP averages the ranks' "
+            "gradients, while one process averages over all tokens at once; float sums also run in another order, "
+            "and training amplifies the tiny differences step by step. Close, not bit-identical.",
+            scale=100.0,
+        ),
+        Question(
+            "08",
+            "08_deployment",
+            "On the served stack (API + dynamic batching, int8 ONNX Runtime), how many times the requests per second "
+            "will 16 simultaneous clients get compared with 1 client?",
+            "metric:qps_c16_over_c1",
+            "x",
+            ("factor", 2.0),
+            "About 2-3x on a 2-core CPU, not 16x: the batcher gathers concurrent requests into one model call, and "
+            "one batch of 16 costs more than one request but far less than 16. Without batching (FIX=False) the "
+            "ratio stays near 1: the requests just queue.",
+        ),
+    )
+}
+
+_PREDICTIONS: dict[str, Any] = {}
+
+
+def question(qid: str) -> Question:
+    key = str(qid).strip().split(".")[0].zfill(2)
+    if key not in QUESTIONS:
+        raise KeyError(f"no prediction question {qid!r}: choose one of {sorted(QUESTIONS)}")
+    return QUESTIONS[key]
+
+
+def ask(qid: str) -> str:
+    """Print the question (and how close counts as close)."""
+    q = question(qid)
+    extra = f" Choose one of: {', '.join(q.choices)}." if q.choices else ""
+    print(f"🔮 {q.text}{extra} (close = {q.rule})")
+    return q.text
+
+
+def _valid(q: Question, value: Any):
+    if q.tolerance[0] == "choice":
+        v = str(value).strip().lower() if isinstance(value, str) else None
+        if v not in q.choices:
+            fail(f"predict one of {', '.join(repr(c) for c in q.choices)}")
+        return v
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        fail(f"predict a number ({q.unit})".replace(" ()", ""))
+    return float(value)
+
+
+def predict(qid: str, value: Any) -> None:
+    """Record a prediction before running the cell that measures it (a placeholder records nothing)."""
+    q = question(qid)
+    if value is None or value is Ellipsis:
+        _PREDICTIONS.pop(q.id, None)
+        print(f"⏳ no prediction recorded for {q.id} yet: replace the `...` with your guess before running on")
+        return
+    _PREDICTIONS[q.id] = _valid(q, value)
+    print(f"🔮 prediction recorded: {_PREDICTIONS[q.id]!r} -- now run the cells that measure it")
+
+
+_KEY = re.compile(r"^(metric|expect):(.*?)(?:\[(\d+)\])?$")
+
+
+def measured_value(q: Question, measured: Any):
+    """The measured value: a number or choice as given, or read from a Results object / results.json dict by key."""
+    source = None
+    if hasattr(measured, "metrics") and hasattr(measured, "expectations"):
+        source = {"metrics": measured.metrics, "expectations": measured.expectations}
+    elif isinstance(measured, dict) and ("metrics" in measured or "expectations" in measured):
+        source = measured
+    if source is None:
+        return measured
+    kind, name, index = _KEY.match(q.key).groups()
+    if kind == "metric":
+        if name not in source.get("metrics", {}):
+            fail(f"the notebook has not measured {name!r} yet: run the cell that measures it, then reveal")
+        value = source["metrics"][name]
+    else:
+        hits = [e for e in source.get("expectations", []) if e["name"] == name]
+        if not hits:
+            fail(f"the notebook has not checked {name!r} yet: run the cell that measures it, then reveal")
+        value = hits[-1]["observed"]
+    return value[int(index)] if index is not None else value
+
+
+def reveal(qid: str, measured: Any) -> bool:
+    """Compare the recorded prediction with the measured value (a number, or the notebook's `res`) and explain.
+
+    Returns True when the prediction was close; raises (UNANSWERED) only when nothing was predicted."""
+    q = question(qid)
+    if q.id not in _PREDICTIONS:
+        fail(UNANSWERED + f" -- write your prediction in the predict cell for {q.id} and run it before this one")
+    pred = _PREDICTIONS[q.id]
+    raw = measured_value(q, measured)
+    if q.tolerance[0] == "choice":
+        value = q.classify(raw) if q.classify else str(raw)
+        close = pred == value
+        shown = f"{value!r} ({raw})"
+    else:
+        value = float(raw) * q.scale
+        if q.tolerance[0] == "abs":
+            close = abs(pred - value) <= q.tolerance[1]
+        elif q.tolerance[0] == "factor":
+            f = q.tolerance[1]
+            close = pred > 0 and value > 0 and value / f <= pred <= value * f
+        else:
+            close = pred == value
+        shown = f"{value:.3g} {q.unit}".rstrip()
+    msg = f"you predicted {pred!r}, the notebook measured {shown} (close = {q.rule}). {q.explain}"
+    if close:
+        return passed(f"close. {msg}")
+    print(f"🔎 not quite: {msg}")
+    return False
