@@ -327,6 +327,9 @@ def register(sub) -> None:
     )
     g.add_argument("--jobs", type=positive_int, default=1, help="notebooks graded at once (default 1)")
     g.set_defaults(func=_cmd_grade)
+    from labkit.i18n.cli import register as register_i18n
+
+    register_i18n(csub)
     p.set_defaults(func=lambda args: p.print_help() or 2)
 
 

@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
+from labkit.i18n import _, claim
 from labkit.jsonl import atomic_write_text
+from labkit.paths import RELEASE_MARKER, data_dir, project_root, runs_dir  # noqa: F401 -- their old home
 
 
 class ExpectationFailed(AssertionError):
@@ -36,42 +37,6 @@ class ExpectationFailed(AssertionError):
 
 
 KINDS = (None, "pitfall", "fix")
-
-
-RELEASE_MARKER = ".labkit-release.json"  # written at a workshop release's root by `labkit course workshop`
-
-
-def _is_checkout(p: Path) -> bool:
-    return (p / "pyproject.toml").is_file() and (p / "labkit").is_dir()
-
-
-def _is_root(p: Path) -> bool:
-    return (p / RELEASE_MARKER).is_file() or _is_checkout(p)
-
-
-def project_root() -> Path:
-    """The folder the course lives in: the nearest one, from the cwd up, that is a workshop release (it holds
-    `.labkit-release.json`) or a checkout (`pyproject.toml` beside `labkit/`).
-
-    Outside both: the checkout the package was imported from (an editable install), else the cwd -- never the
-    install's `site-packages`, which holds no data and is no place for results."""
-    here = Path.cwd().resolve()
-    for p in (here, *here.parents):
-        if _is_root(p):
-            return p
-    pkg_parent = Path(__file__).resolve().parents[1]
-    return pkg_parent if _is_checkout(pkg_parent) else here
-
-
-def data_dir() -> Path:
-    """The course's shipped inputs: `<root>/data_samples` (in a release, the release's copy)."""
-    return project_root() / "data_samples"
-
-
-def runs_dir() -> Path:
-    """Where results go: $LABKIT_RUNS_DIR (set by the course runner) or `<root>/runs` (see `project_root`)."""
-    env = os.environ.get("LABKIT_RUNS_DIR")
-    return Path(env) if env else project_root() / "runs"
 
 
 def _jsonable(x: Any) -> Any:
@@ -118,13 +83,18 @@ class Results:
             entry["kind"] = kind
         self.expectations.append(entry)
         mark = "PASS" if passed else "FAIL"
-        print(f"[{mark}] {name}: observed {_short(observed)}; expected {expected}")
+        # the name stays the key (the same in every edition); the learner reads it in the course language
+        print(
+            _("[{mark}] {name}: observed {observed}; expected {expected}").format(
+                mark=mark, name=claim(self.notebook, name), observed=_short(observed), expected=expected
+            )
+        )
         return passed
 
     def skip(self, name: str, reason: str) -> None:
         """Record a demonstration this machine cannot run (shown as SKIP in the report, with the reason)."""
         self.skipped.append({"name": name, "reason": reason})
-        print(f"[SKIP] {name}: {reason}")
+        print(_("[SKIP] {name}: {reason}").format(name=claim(self.notebook, name), reason=reason))
 
     def metric(self, name: str, value: Any) -> Any:
         self.metrics[name] = _jsonable(value)
@@ -159,14 +129,30 @@ class Results:
         """Save, then raise if any expectation failed (the last cell of every notebook)."""
         path = self.save()
         if not self.expectations:
-            raise ExpectationFailed(f"{self.notebook}: no expectations were recorded; a notebook must prove something")
-        if self.failed:
-            lines = [f"- {e['name']}: expected {e['expected']}, observed {_short(e['observed'])}" for e in self.failed]
             raise ExpectationFailed(
-                f"{self.notebook}: {len(self.failed)} of {len(self.expectations)} expectations failed\n"
+                _("{notebook}: no expectations were recorded; a notebook must prove something").format(
+                    notebook=self.notebook
+                )
+            )
+        if self.failed:
+            line = _("- {name}: expected {expected}, observed {observed}")
+            lines = [
+                line.format(
+                    name=claim(self.notebook, e["name"]), expected=e["expected"], observed=_short(e["observed"])
+                )
+                for e in self.failed
+            ]
+            head = _("{notebook}: {failed} of {total} expectations failed")
+            raise ExpectationFailed(
+                head.format(notebook=self.notebook, failed=len(self.failed), total=len(self.expectations))
+                + "\n"
                 + "\n".join(lines)
             )
-        print(f"{self.notebook}: all {len(self.expectations)} expectations passed -> {path}")
+        print(
+            _("{notebook}: all {total} expectations passed -> {path}").format(
+                notebook=self.notebook, total=len(self.expectations), path=path
+            )
+        )
         return path
 
 

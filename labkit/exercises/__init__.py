@@ -18,7 +18,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
-UNANSWERED = "not answered yet: replace the `...` placeholder in the cell above with your answer and run it again"
+from labkit.i18n import N_, _
+
+UNANSWERED = N_("not answered yet: replace the `...` placeholder in the cell above with your answer and run it again")
 
 
 class ExerciseFailed(AssertionError):
@@ -26,12 +28,14 @@ class ExerciseFailed(AssertionError):
 
 
 def passed(msg: str = "") -> bool:
-    print(f"✅ pass{': ' + msg if msg else ''}")
+    msg = _(msg) if msg else msg  # a constant message (N_) is translated here; a formatted one arrives translated
+    print(f"✅ {_('pass')}{': ' + msg if msg else ''}")
     return True
 
 
 def fail(hint: str):
-    print(f"❌ fail: {hint}")
+    hint = _(hint)  # a constant hint (N_) is translated here; a formatted one arrives translated
+    print(f"❌ {_('fail')}: {hint}")
     raise ExerciseFailed(hint)
 
 
@@ -44,7 +48,11 @@ def answered(value) -> None:
 def call(fn: Callable, *args, **kwargs):
     """Call the learner's function; a placeholder or an exception becomes a failed check with a hint."""
     if not callable(fn):
-        fail(UNANSWERED if fn is None or fn is Ellipsis else f"expected a function, got {type(fn).__name__}")
+        fail(
+            UNANSWERED
+            if fn is None or fn is Ellipsis
+            else _("expected a function, got {type}").format(type=type(fn).__name__)
+        )
     try:
         return fn(*args, **kwargs)
     except NotImplementedError:
@@ -52,7 +60,7 @@ def call(fn: Callable, *args, **kwargs):
     except ExerciseFailed:
         raise
     except Exception as exc:  # noqa: BLE001 -- the learner's bug becomes a hint, not a traceback
-        fail(f"your function raised {type(exc).__name__}: {exc}")
+        fail(_("your function raised {error}: {message}").format(error=type(exc).__name__, message=exc))
 
 
 @dataclass(frozen=True)
@@ -82,9 +90,13 @@ def _letters(answer, options: Mapping) -> list[str]:
         if t and all(ch in options for ch in t):
             letters += [ch for ch in t if ch not in letters]
         else:
-            fail(f"{t or answer!r} is not an option: answer with letters among {', '.join(sorted(options))}")
+            fail(
+                _("{answer} is not an option: answer with letters among {letters}").format(
+                    answer=repr(t or answer), letters=", ".join(sorted(options))
+                )
+            )
     if not letters:
-        fail(f"answer with letters among {', '.join(sorted(options))}")
+        fail(_("answer with letters among {letters}").format(letters=", ".join(sorted(options))))
     return letters
 
 
@@ -97,22 +109,31 @@ def quiz(answer, correct: str, options: Mapping[str, str | Choice]) -> bool:
     got = _letters(answer, opts)
     if len(right) == 1:
         if len(got) > 1:
-            fail(f"pick one letter: this question has one right answer (you gave {', '.join(got)})")
+            fail(_("pick one letter: this question has one right answer (you gave {got})").format(got=", ".join(got)))
         a = got[0]
         if a != right[0]:
-            fail(f"{a} is not it. {opts[a].why}")
-        return passed(f"{a}. {opts[a].why}")
+            fail(_("{letter} is not it. {why}").format(letter=a, why=_(opts[a].why)))
+        return passed(f"{a}. {_(opts[a].why)}")
     wrong = [a for a in got if a not in right]
     if wrong:
-        fail(" ".join(f"{a} is not one of them: {opts[a].why}" for a in sorted(wrong)))
+        fail(
+            " ".join(
+                _("{letter} is not one of them: {why}").format(letter=a, why=_(opts[a].why)) for a in sorted(wrong)
+            )
+        )
     missing = [a for a in right if a not in got]
     if missing:
-        n = len(missing)
-        fail(
-            f"right so far, but {n} more statement{'s are' if n > 1 else ' is'} true: "
-            + " ".join(opts[a].missed or "reread the options you left out" for a in missing)
+        head = (
+            _("right so far, but {n} more statements are true:")
+            if len(missing) > 1
+            else _("right so far, but 1 more statement is true:")
         )
-    return passed(", ".join(right) + ". " + " ".join(opts[a].why for a in right))
+        fail(
+            head.format(n=len(missing))
+            + " "
+            + " ".join(_(opts[a].missed or N_("reread the options you left out")) for a in missing)
+        )
+    return passed(", ".join(right) + ". " + " ".join(_(opts[a].why) for a in right))
 
 
 @dataclass(frozen=True)
@@ -131,4 +152,4 @@ class Quiz:
 
     def markdown(self) -> str:
         """The option line the notebook shows: `**A.** label  **B.** label ...`."""
-        return "  ".join(f"**{k}.** {_choice(v).label}" for k, v in sorted(self.options.items()))
+        return "  ".join(f"**{k}.** {_(_choice(v).label)}" for k, v in sorted(self.options.items()))

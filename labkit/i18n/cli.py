@@ -1,0 +1,60 @@
+"""`labkit course i18n extract|build|check`: the translated editions from their catalogs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from labkit.cli_errors import existing_dir
+from labkit.i18n import TRANSLATIONS
+
+
+def register(csub) -> None:
+    p = csub.add_parser("i18n", help="translated editions: update catalogs, generate notebooks/<lang>/, check them")
+    isub = p.add_subparsers(dest="i18n_cmd", metavar="ACTION")
+    for name, help_text, func in (
+        ("extract", "add every new cell, string, claim and message to the catalogs (translations kept)", _extract),
+        ("build", "write notebooks/<lang>/*.ipynb from the English notebooks and the catalogs", _build),
+        ("check", "fail on a stale, missing or unused translation, or a generated notebook that differs", _check),
+    ):
+        c = isub.add_parser(name, help=help_text)
+        c.add_argument("--lang", default=TRANSLATIONS[0], choices=TRANSLATIONS, help="the edition (default zh_CN)")
+        c.add_argument("--notebooks", type=existing_dir, default=None, help="English notebooks (default: notebooks/)")
+        c.set_defaults(func=func)
+    p.set_defaults(func=lambda args: p.print_help() or 2)
+
+
+def _dir(args) -> Path:
+    from labkit.paths import project_root
+
+    return Path(args.notebooks) if args.notebooks else project_root() / "notebooks"
+
+
+def _extract(args) -> int:
+    from labkit.i18n import messages, notebooks
+
+    for p in notebooks.english_notebooks(_dir(args)):
+        print(notebooks.save_catalog(notebooks.extract(p, args.lang), args.lang))
+    for path in messages.extract(args.lang):
+        print(path)
+    return 0
+
+
+def _build(args) -> int:
+    from labkit.i18n import notebooks
+
+    written = notebooks.build(_dir(args), args.lang)
+    print(f"{len(written)} notebooks in {notebooks.edition_dir(_dir(args), args.lang)}")
+    return 0
+
+
+def _check(args) -> int:
+    from labkit.i18n import messages, notebooks
+
+    problems = notebooks.check_edition(_dir(args), args.lang) + messages.check(args.lang)
+    for p in problems:
+        print(p)
+    if problems:
+        print(f"{len(problems)} problems in the {args.lang} edition")
+        return 1
+    print(f"the {args.lang} edition is complete and current")
+    return 0

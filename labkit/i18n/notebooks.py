@@ -1,0 +1,418 @@
+"""Notebook catalogs: the translation of one English notebook, keyed by nbformat cell id.
+
+`labkit/i18n/<lang>/notebooks/NN_name.json`::
+
+    {"notebook": "03_memory_and_accumulation",
+     "title": {"en": "...", "sha": "...", "zh": "..."},             # the notebook's title (metadata)
+     "cells": {
+       "<markdown cell id>": {"en": "...", "sha": "...", "zh": "..."},
+       "<code cell id>": {"strings": [{"en": "\\"batch size\\"", "zh": "\\"批大小\\""},
+                                      {"en": "\\"peak_mb\\"", "zh": null}]}},
+     "claims": {"<claim name>": "<its text in zh_CN>"}}
+
+A markdown cell's entry keeps the English it translates (`en`, for a reviewer and for the stale diff) and its
+hash (`sha`). A code cell is never translated by hand: the generated cell is the English cell with each listed
+string literal replaced (`zh: null` keeps the English: a key, a column name, a code word). Every string literal a
+code cell holds that reads as prose must carry a decision, so a new `print("...")` cannot slip through
+untranslated. Claim names are never replaced (they are the keys in results.json, the same in every edition):
+their displayed text comes from `claims`, through `labkit.i18n.claim`.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import difflib
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+from labkit.i18n import CATALOGS, SOURCE
+
+CLAIM_CALLS = ("expect", "skip")  # res.expect(name, ...), res.skip(name, reason): the first argument is a key
+WORD = re.compile(r"[A-Za-z]{2,}")
+
+
+def is_prose(text: str) -> bool:
+    """Two words with a space between: what a reader reads (`src_len`, `peak_mb[{}]`, `labkit.train` are names)."""
+    return len(WORD.findall(text)) >= 2 and any(ch.isspace() for ch in text.strip())
+
+
+def sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def catalog_path(stem: str, lang: str) -> Path:
+    return CATALOGS / lang / "notebooks" / f"{stem}.json"
+
+
+def load_catalog(stem: str, lang: str) -> dict:
+    path = catalog_path(stem, lang)
+    if not path.is_file():
+        return {"notebook": stem, "title": {}, "cells": {}, "claims": {}}
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def save_catalog(cat: dict, lang: str) -> Path:
+    path = catalog_path(cat["notebook"], lang)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(cat, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    return path
+
+
+# ---- what a code cell shows a reader ---------------------------------------------------------------------------
+
+
+def _literals(tree: ast.AST) -> list[ast.expr]:
+    """Every string literal (plain or f-string), outermost only: an f-string's parts are not literals of their own."""
+    out: list[ast.expr] = []
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.JoinedStr) or (isinstance(node, ast.Constant) and isinstance(node.value, str)):
+            out.append(node)
+            return
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
+    return out
+
+
+def _claim_names(tree: ast.AST) -> set[int]:
+    """ids of the literal nodes that are claim names (first argument of `<x>.expect` / `<x>.skip`)."""
+    out = set()
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in CLAIM_CALLS
+            and node.args
+        ):
+            out.add(id(node.args[0]))
+        if isinstance(node, ast.For) and isinstance(node.iter, ast.Tuple):  # for name in ("a claim", "another"):
+            body = ast.unparse(node)
+            if any(f".{c}(" in body for c in CLAIM_CALLS):
+                out.update(id(e) for e in node.iter.elts)
+    return out
+
+
+def _text(node: ast.expr) -> str:
+    if isinstance(node, ast.Constant):
+        return node.value
+    return "".join(v.value if isinstance(v, ast.Constant) else "{}" for v in node.values)
+
+
+def _parse(source: str) -> ast.AST | None:
+    # notebook magics (%time, !cmd) are not Python: those lines are blanked, offsets kept
+    lines = [("#" + ln[1:]) if ln.lstrip().startswith(("%", "!")) else ln for ln in source.split("\n")]
+    try:
+        return ast.parse("\n".join(lines))
+    except SyntaxError:
+        return None
+
+
+def code_strings(source: str) -> tuple[list[str], list[str]]:
+    """(reader strings: the source segments of literals that read as prose, claim names) of a code cell."""
+    tree = _parse(source)
+    if tree is None:
+        return [], []
+    names = _claim_names(tree)
+    readable, claims = [], []
+    for node in _literals(tree):
+        seg = ast.get_source_segment(source, node)
+        if seg is None:
+            continue
+        if id(node) in names:
+            if isinstance(node, ast.Constant):
+                claims.append(node.value)
+            continue
+        if is_prose(_text(node)) and seg not in readable:
+            readable.append(seg)
+    return readable, claims
+
+
+def _placeholders(literal: str) -> list[str] | None:
+    """The expressions an f-string formats, in order ([] for a plain string); None when not a string literal."""
+    try:
+        node = ast.parse(literal.strip(), mode="eval").body
+    except SyntaxError:
+        return None
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return []
+    if isinstance(node, ast.JoinedStr):
+        return sorted(ast.unparse(v) for v in node.values if isinstance(v, ast.FormattedValue))
+    return None
+
+
+def _reader_literals(source: str) -> list[tuple[int, int, str]]:
+    """(start, end, source segment) of each literal that is not a claim name, by position in `source`."""
+    tree = _parse(source)
+    if tree is None:
+        return []
+    starts = [0]
+    for line in source.split("\n"):
+        starts.append(starts[-1] + len(line) + 1)
+    names = _claim_names(tree)
+    out = []
+    for node in _literals(tree):
+        if id(node) in names:
+            continue
+        a = starts[node.lineno - 1] + len(source.split("\n")[node.lineno - 1].encode()[: node.col_offset].decode())
+        b = starts[node.end_lineno - 1] + len(
+            source.split("\n")[node.end_lineno - 1].encode()[: node.end_col_offset].decode()
+        )
+        out.append((a, b, source[a:b]))
+    return out
+
+
+def translated_code(source: str, strings: list[dict]) -> str:
+    """`source` with each reader literal that has a translation replaced (by position: a claim name with the same
+    text stays as it is)."""
+    zh = {s["en"]: s["zh"] for s in strings if s.get("zh") is not None}
+    out, last = [], 0
+    for a, b, seg in _reader_literals(source):
+        if seg in zh:
+            out += [source[last:a], zh[seg]]
+            last = b
+    return "".join(out) + source[last:]
+
+
+# ---- extract, build, check -------------------------------------------------------------------------------------
+
+
+def extract(nb_path: Path, lang: str) -> dict:
+    """The catalog for one notebook with every cell, literal and claim it needs; what was translated is kept."""
+    nb = nbformat.read(nb_path, as_version=4)
+    old = load_catalog(nb_path.stem, lang)
+    cat = {"notebook": nb_path.stem, "title": {}, "cells": {}, "claims": {}}
+    title = nb.metadata.get("labkit", {}).get("title", "")
+    prev = old.get("title") or {}
+    cat["title"] = {"en": title, "sha": sha(title), "zh": prev.get("zh", "") if prev.get("sha") == sha(title) else ""}
+    if prev.get("zh") and prev.get("sha") != sha(title):
+        cat["title"]["stale_zh"] = prev["zh"]
+    for cell in nb.cells:
+        before = old.get("cells", {}).get(cell.id, {})
+        if cell.cell_type == "markdown":
+            entry = {"en": cell.source, "sha": sha(cell.source), "zh": before.get("zh", "")}
+            if before.get("zh") and before.get("sha") != entry["sha"]:  # kept for the translator, flagged
+                entry["stale_en"] = before.get("en", "")
+            cat["cells"][cell.id] = entry
+        elif cell.cell_type == "code":
+            readable, claims = code_strings(cell.source)
+            known = {s["en"]: s for s in before.get("strings", [])}
+            strings = [{"en": seg, "zh": known[seg]["zh"] if seg in known else ""} for seg in readable]
+            if strings:
+                cat["cells"][cell.id] = {"strings": strings}
+            for name in claims:
+                cat["claims"][name] = old.get("claims", {}).get(name, "")
+    return cat
+
+
+@dataclass
+class Problem:
+    kind: str  # stale | missing | unused | not-a-string | generated-differs | code-differs
+    where: str  # notebook / cell id
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.kind}: {self.message}"
+
+
+def _diff(old: str, new: str) -> str:
+    return "\n".join(
+        difflib.unified_diff(old.splitlines(), new.splitlines(), "translated English", "English now", lineterm="")
+    )
+
+
+def check_catalog(nb_path: Path, lang: str) -> list[Problem]:
+    """What keeps this notebook's catalog from being complete and current."""
+    nb = nbformat.read(nb_path, as_version=4)
+    stem = nb_path.stem
+    if not catalog_path(stem, lang).is_file():
+        return [Problem("missing", stem, f"no catalog {catalog_path(stem, lang)}: run `labkit course i18n extract`")]
+    cat = load_catalog(stem, lang)
+    problems: list[Problem] = []
+    title = nb.metadata.get("labkit", {}).get("title", "")
+    t = cat.get("title") or {}
+    if title and not t.get("zh"):
+        problems.append(Problem("missing", f"{stem} title", f"no translation of {title!r}"))
+    elif title and t.get("sha") != sha(title):
+        problems.append(Problem("stale", f"{stem} title", _diff(t.get("en", ""), title)))
+    ids = set()
+    for cell in nb.cells:
+        ids.add(cell.id)
+        where = f"{stem} cell {cell.id}"
+        entry = cat["cells"].get(cell.id, {})
+        if cell.cell_type == "markdown":
+            if not entry.get("zh"):
+                problems.append(Problem("missing", where, f"no translation of: {cell.source[:80]!r}"))
+            elif entry.get("sha") != sha(cell.source):
+                problems.append(
+                    Problem(
+                        "stale",
+                        where,
+                        "the English changed after it was translated:\n" + _diff(entry.get("en", ""), cell.source),
+                    )
+                )
+        elif cell.cell_type == "code":
+            readable, claims = code_strings(cell.source)
+            decided = {s["en"]: s for s in entry.get("strings", [])}
+            for seg in readable:
+                if seg not in decided or decided[seg].get("zh") == "":
+                    problems.append(
+                        Problem("missing", where, f"no decision for the string {seg[:80]} (translate, or null to keep)")
+                    )
+            for s in entry.get("strings", []):
+                if s["en"] not in cell.source:
+                    near = difflib.get_close_matches(s["en"], readable, n=1, cutoff=0.5)
+                    problems.append(
+                        Problem(
+                            "stale",
+                            where,
+                            f"the string {s['en'][:80]} is no longer in the cell"
+                            + (f"; now:\n{_diff(s['en'], near[0])}" if near else ""),
+                        )
+                    )
+                elif s.get("zh") is not None and _placeholders(s["zh"]) != _placeholders(s["en"]):
+                    problems.append(
+                        Problem(
+                            "not-a-string",
+                            where,
+                            f"{s['zh'][:80]} must be a string literal formatting the same values as {s['en'][:80]}",
+                        )
+                    )
+            for name in claims:
+                if not cat.get("claims", {}).get(name):
+                    problems.append(Problem("missing", where, f"no text for the claim {name!r}"))
+    for cid in set(cat["cells"]) - ids:
+        problems.append(
+            Problem("unused", f"{stem} cell {cid}", "the catalog translates a cell the notebook no longer has")
+        )
+    return problems
+
+
+def build_notebook(nb_path: Path, lang: str) -> nbformat.NotebookNode:
+    """The `lang` edition of one English notebook: markdown from the catalog, code with its reader strings replaced,
+    the same cell ids, the same metadata (its title translated)."""
+    nb = nbformat.read(nb_path, as_version=4)
+    cat = load_catalog(nb_path.stem, lang)
+    out = copy.deepcopy(nb)
+    out.metadata.setdefault("labkit", {})["language"] = lang
+    title = (cat.get("title") or {}).get("zh")
+    if title:
+        out.metadata["labkit"]["title"] = title
+    for cell in out.cells:
+        entry = cat["cells"].get(cell.id, {})
+        if cell.cell_type == "markdown" and entry.get("zh"):
+            cell.source = entry["zh"]
+        elif cell.cell_type == "code" and entry.get("strings"):
+            cell.source = translated_code(cell.source, entry["strings"])
+    return out
+
+
+def edition_dir(notebooks_dir: Path, lang: str) -> Path:
+    return notebooks_dir / lang
+
+
+def render(nb: nbformat.NotebookNode) -> str:
+    return nbformat.writes(nb) + "\n"
+
+
+def build(notebooks_dir: Path, lang: str) -> list[Path]:
+    out_dir = edition_dir(notebooks_dir, lang)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for p in english_notebooks(notebooks_dir):
+        target = out_dir / p.name
+        text = render(build_notebook(p, lang))
+        if not target.is_file() or target.read_text(encoding="utf-8") != text:
+            target.write_text(text, encoding="utf-8")
+        written.append(target)
+    return written
+
+
+def english_notebooks(notebooks_dir: Path) -> list[Path]:
+    return sorted(p for p in notebooks_dir.glob("[0-9][0-9]_*.ipynb"))
+
+
+def check_edition(notebooks_dir: Path, lang: str) -> list[Problem]:
+    """Every catalog complete and current, every generated notebook as the catalogs give it, every code cell
+    the English code (only reader strings differ)."""
+    problems: list[Problem] = []
+    for p in english_notebooks(notebooks_dir):
+        problems += check_catalog(p, lang)
+        target = edition_dir(notebooks_dir, lang) / p.name
+        if not target.is_file():
+            problems.append(Problem("generated-differs", str(target), "missing: run `labkit course i18n build`"))
+            continue
+        if target.read_text(encoding="utf-8") != render(build_notebook(p, lang)):
+            problems.append(
+                Problem(
+                    "generated-differs",
+                    str(target),
+                    "differs from what its catalog gives: run `labkit course i18n build`",
+                )
+            )
+        problems += code_differs(p, target, lang)
+    return problems
+
+
+def code_differs(english: Path, translated: Path, lang: str) -> list[Problem]:
+    """A translated notebook's code cells must be the English code with only listed string literals replaced."""
+    en = nbformat.read(english, as_version=4)
+    tr = nbformat.read(translated, as_version=4)
+    cat = load_catalog(english.stem, lang)
+    problems = []
+    en_cells = {c.id: c for c in en.cells}
+    for cell in tr.cells:
+        if cell.cell_type != "code":
+            continue
+        src = en_cells.get(cell.id)
+        where = f"{translated.name} cell {cell.id}"
+        if src is None or src.cell_type != "code":
+            problems.append(Problem("code-differs", where, "a code cell the English notebook does not have"))
+            continue
+        if cell.source != translated_code(src.source, cat["cells"].get(cell.id, {}).get("strings", [])):
+            problems.append(
+                Problem("code-differs", where, "the code is not the English cell's:\n" + _diff(src.source, cell.source))
+            )
+    if [c.id for c in tr.cells] != [c.id for c in en.cells]:
+        problems.append(
+            Problem("code-differs", translated.name, "the cells are not the English notebook's, in its order")
+        )
+    return problems
+
+
+def word_counts(notebooks_dir: Path, lang: str) -> dict[str, dict[str, int]]:
+    """Per notebook: English words translated (markdown + reader strings + claims) and the translation's characters."""
+    out = {}
+    for p in english_notebooks(notebooks_dir):
+        cat = load_catalog(p.stem, lang)
+        en_words = zh_chars = 0
+        for entry in cat["cells"].values():
+            if "en" in entry:
+                en_words += len(entry["en"].split())
+                zh_chars += len(entry.get("zh") or "")
+            for s in entry.get("strings", []):
+                if s.get("zh") is not None:
+                    en_words += len(_text_of(s["en"]).split())
+                    zh_chars += len(s["zh"])
+        for name, text in cat.get("claims", {}).items():
+            en_words += len(name.split())
+            zh_chars += len(text or "")
+        out[p.stem] = {"english_words": en_words, "translated_chars": zh_chars}
+    return out
+
+
+def _text_of(literal: str) -> str:
+    try:
+        return _text(ast.parse(literal.strip(), mode="eval").body)
+    except (SyntaxError, AttributeError):
+        return literal
+
+
+__all__ = ["SOURCE", "build", "check_edition", "extract", "save_catalog", "word_counts"]
