@@ -19,6 +19,10 @@ def register(csub) -> None:
         c = isub.add_parser(name, help=help_text)
         c.add_argument("--lang", default=TRANSLATIONS[0], choices=TRANSLATIONS, help="the edition (default zh_CN)")
         c.add_argument("--notebooks", type=existing_dir, default=None, help="English notebooks (default: notebooks/)")
+        c.add_argument("--only", nargs="+", metavar="NN", help="only these notebooks (numbers), e.g. 03 09")
+        c.add_argument(
+            "--module", nargs="+", metavar="MODULE", help="only these modules' messages, e.g. labkit.exercises.nb03"
+        )
         c.set_defaults(func=func)
     p.set_defaults(func=lambda args: p.print_help() or 2)
 
@@ -29,12 +33,29 @@ def _dir(args) -> Path:
     return Path(args.notebooks) if args.notebooks else project_root() / "notebooks"
 
 
+def _selected(args) -> list[Path]:
+    """The English notebooks `--only` names (all without it; none when only --module is given)."""
+    from labkit.i18n import notebooks
+
+    every = notebooks.english_notebooks(_dir(args))
+    if args.only:
+        return [p for p in every if p.name[:2] in args.only or p.stem in args.only]
+    return [] if args.module else every
+
+
+def _modules(args) -> list[str] | None:
+    """The modules `--module` names; None (every module) without filters; [] when only --only is given."""
+    if args.module:
+        return args.module
+    return [] if args.only else None
+
+
 def _extract(args) -> int:
     from labkit.i18n import messages, notebooks
 
-    for p in notebooks.english_notebooks(_dir(args)):
+    for p in _selected(args):
         print(notebooks.save_catalog(notebooks.extract(p, args.lang), args.lang))
-    for path in messages.extract(args.lang):
+    for path in messages.extract(args.lang, _modules(args)):
         print(path)
     return 0
 
@@ -42,7 +63,7 @@ def _extract(args) -> int:
 def _build(args) -> int:
     from labkit.i18n import notebooks
 
-    written = notebooks.build(_dir(args), args.lang)
+    written = notebooks.build(_dir(args), args.lang, _selected(args) if args.only else None)
     print(f"{len(written)} notebooks in {notebooks.edition_dir(_dir(args), args.lang)}")
     return 0
 
@@ -50,7 +71,9 @@ def _build(args) -> int:
 def _check(args) -> int:
     from labkit.i18n import messages, notebooks
 
-    problems = notebooks.check_edition(_dir(args), args.lang) + messages.check(args.lang)
+    problems = notebooks.check_edition(_dir(args), args.lang, _selected(args)) + messages.check(
+        args.lang, _modules(args)
+    )
     for p in problems:
         print(p)
     if problems:

@@ -55,21 +55,23 @@ def catalog_file(module: str, lang: str) -> Path:
     return CATALOGS / lang / "messages" / (module.removeprefix("labkit.") + ".json")
 
 
-def sources() -> dict[str, list[str]]:
-    """module -> its msgids, for every module that marks any."""
+def sources(modules: list[str] | None = None) -> dict[str, list[str]]:
+    """module -> its msgids, for every module that marks any (or only `modules`)."""
     out = {}
     for path in sorted(PACKAGE.rglob("*.py")):
+        if modules is not None and module_name(path) not in modules:
+            continue
         ids = msgids(path)
         if ids:
             out[module_name(path)] = ids
     return out
 
 
-def extract(lang: str) -> list[Path]:
+def extract(lang: str, modules: list[str] | None = None) -> list[Path]:
     """Write each module's catalog with every msgid it marks; translations already made are kept, left-over
     entries dropped."""
     written = []
-    for module, ids in sources().items():
+    for module, ids in sources(modules).items():
         path = catalog_file(module, lang)
         old = json.loads(path.read_text(encoding="utf-8"))["messages"] if path.is_file() else {}
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -79,10 +81,12 @@ def extract(lang: str) -> list[Path]:
     return written
 
 
-def check(lang: str) -> list[Problem]:
+def check(lang: str, modules: list[str] | None = None) -> list[Problem]:
     problems: list[Problem] = []
-    found = sources()
+    found = sources(modules)
     for path in sorted(PACKAGE.rglob("*.py")):
+        if modules is not None and module_name(path) not in modules:
+            continue
         for line in dynamic_markers(path):
             problems.append(
                 Problem(
@@ -114,7 +118,7 @@ def check(lang: str) -> list[Problem]:
                 )
     for path in sorted((CATALOGS / lang / "messages").glob("*.json")):
         module = json.loads(path.read_text(encoding="utf-8"))["module"]
-        if module not in found:
+        if module not in found and (modules is None or module in modules):
             problems.append(Problem("unused", str(path.name), f"{module} marks no message any more"))
     return problems
 

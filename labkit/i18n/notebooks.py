@@ -322,11 +322,11 @@ def render(nb: nbformat.NotebookNode) -> str:
     return nbformat.writes(nb) + "\n"
 
 
-def build(notebooks_dir: Path, lang: str) -> list[Path]:
+def build(notebooks_dir: Path, lang: str, only: list[Path] | None = None) -> list[Path]:
     out_dir = edition_dir(notebooks_dir, lang)
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
-    for p in english_notebooks(notebooks_dir):
+    for p in english_notebooks(notebooks_dir) if only is None else only:
         target = out_dir / p.name
         text = render(build_notebook(p, lang))
         if not target.is_file() or target.read_text(encoding="utf-8") != text:
@@ -339,11 +339,11 @@ def english_notebooks(notebooks_dir: Path) -> list[Path]:
     return sorted(p for p in notebooks_dir.glob("[0-9][0-9]_*.ipynb"))
 
 
-def check_edition(notebooks_dir: Path, lang: str) -> list[Problem]:
+def check_edition(notebooks_dir: Path, lang: str, only: list[Path] | None = None) -> list[Problem]:
     """Every catalog complete and current, every generated notebook as the catalogs give it, every code cell
     the English code (only reader strings differ)."""
     problems: list[Problem] = []
-    for p in english_notebooks(notebooks_dir):
+    for p in english_notebooks(notebooks_dir) if only is None else only:
         problems += check_catalog(p, lang)
         target = edition_dir(notebooks_dir, lang) / p.name
         if not target.is_file():
