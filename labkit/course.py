@@ -20,6 +20,7 @@ from pathlib import Path
 
 from labkit.cli_errors import UsageError, existing_dir, positive_float, positive_int, writable_dir, writable_file
 from labkit.config import PROFILES, get_config
+from labkit.i18n import LANGUAGES, SOURCE, check_language, using
 from labkit.results import project_root
 
 NB_PATTERN = re.compile(r"^(\d\d)_[\w-]+\.ipynb$")
@@ -45,6 +46,11 @@ def _labkit_meta(path: Path) -> dict:
 
 def default_notebooks_dir() -> Path:
     return project_root() / "notebooks"
+
+
+def edition_notebooks(lang: str) -> Path:
+    """The notebooks of one edition: `notebooks/` (English, the source) or `notebooks/<lang>/` (generated)."""
+    return default_notebooks_dir() if lang == SOURCE else default_notebooks_dir() / lang
 
 
 def discover(notebooks_dir: str | Path | None = None) -> list[NotebookInfo]:
@@ -177,12 +183,20 @@ def run_course(
     notebooks_dir: str | Path | None = None,
     progress: bool = True,
     junit: str | Path | None = None,
+    lang: str | None = None,
 ) -> list[NotebookRun]:
     """Execute the selected notebooks in order; write the report (and `junit`, the claims as JUnit XML,
     when given); return each run.
 
     `params={"PROFILE": "full"}` is the same as `profile="full"` (cell timeout, needs and all)."""
     profile = resolve_profile(profile, params)
+    if lang is not None:
+        notebooks_dir = notebooks_dir or edition_notebooks(check_language(lang))
+    with using(lang):  # the kernels inherit it, and the report is written in it
+        return _run_selected(profile, only, out, params, notebooks_dir, progress, junit)
+
+
+def _run_selected(profile, only, out, params, notebooks_dir, progress, junit) -> list[NotebookRun]:
     cfg = get_config(profile)
     out = Path(out) if out else project_root() / "runs"
     out.mkdir(parents=True, exist_ok=True)
@@ -241,6 +255,10 @@ def add_parameter_option(parser, help_text: str) -> None:
     )
 
 
+def add_language_option(parser, help_text: str) -> None:
+    parser.add_argument("--lang", default=None, choices=LANGUAGES, help=f"{help_text} (default en)")
+
+
 def register(sub) -> None:
     p = sub.add_parser("course", help="run or list the course notebooks headless; build the course website")
     csub = p.add_subparsers(dest="course_cmd", metavar="ACTION")
@@ -258,6 +276,7 @@ def register(sub) -> None:
         r, "papermill parameter passed to every notebook (repeatable; -p PROFILE full = --profile full)"
     )
     r.add_argument("--no-progress", action="store_true", help="hide papermill's per-cell progress bar")
+    add_language_option(r, "the edition to run: its notebooks (notebooks/<lang>/), its messages and report")
     r.add_argument(
         "--junit",
         type=writable_file,
@@ -298,6 +317,7 @@ def register(sub) -> None:
         action="store_true",
         help="write the solutions release instead: the instructor notebooks, outputs stripped (for after the workshop)",
     )
+    add_language_option(w, "the edition to release (its notebooks and the language of its checks)")
     w.set_defaults(func=_cmd_workshop)
     g = csub.add_parser(
         "grade", help="run every learner's notebooks and write a gradebook: pass / fail / not attempted per exercise"
@@ -336,7 +356,8 @@ def register(sub) -> None:
 def _cmd_run(args) -> int:
     params = {name: parse_value(value) for name, value in args.parameter}
     resolve_profile(args.profile, params)  # a bad or conflicting profile fails before any kernel starts
-    selected = select(discover(args.notebooks), args.only)  # so does an unknown --only
+    notebooks_dir = args.notebooks or (edition_notebooks(args.lang) if args.lang else None)
+    selected = select(discover(notebooks_dir), args.only)  # so does an unknown --only
     if not selected:
         raise UsageError(
             f"no notebooks found in {args.notebooks or default_notebooks_dir()}; "
@@ -344,7 +365,9 @@ def _cmd_run(args) -> int:
         )
     out = Path(args.out) if args.out else project_root() / "runs"
     junit = args.junit or default_junit(out)
-    runs = run_course(args.profile, args.only, args.out, params, args.notebooks, not args.no_progress, junit)
+    runs = run_course(
+        args.profile, args.only, args.out, params, notebooks_dir, not args.no_progress, junit, lang=args.lang
+    )
     failed = [r.stem for r in runs if r.status == "failed"]
     print(f"report: {out / 'report.md'}")
     if failed:
@@ -376,7 +399,10 @@ def _cmd_seeds(args) -> int:
 def _cmd_workshop(args) -> int:
     from labkit.workshop import write_release
 
-    written = write_release(args.out, [info.path for info in discover(args.notebooks)], solutions=args.solutions)
+    notebooks_dir = args.notebooks or (edition_notebooks(args.lang) if args.lang else None)
+    written = write_release(
+        args.out, [info.path for info in discover(notebooks_dir)], solutions=args.solutions, language=args.lang
+    )
     what = "solutions release" if args.solutions else "learner release"
     how = "solved, outputs stripped" if args.solutions else "solutions removed, checks kept"
     print(f"{what}: {len(written)} notebooks in {Path(args.out) / 'notebooks'} ({how}); start with its README.md")

@@ -10,6 +10,9 @@ import html
 import json
 from pathlib import Path
 
+from labkit.i18n import N_, _, claim
+
+KINDS = {"pitfall": N_("pitfall"), "fix": N_("fix")}  # the tag's text; the kind itself is a key
 STATUS_MARK = {"passed": "PASS", "failed": "FAIL", "skipped": "SKIP", "not run": "—"}
 
 
@@ -41,19 +44,26 @@ def _cell(x) -> str:
     return s.replace("\\", "\\\\").replace("|", "\\|").replace("\r\n", "\n").replace("\n", "<br>")
 
 
-def _name(e: dict) -> str:
-    """An expectation's name, tagged with its kind (pitfall / fix) when it has one."""
-    return f"[{e['kind']}] {e['name']}" if e.get("kind") else e["name"]
+def _name(e: dict, stem: str) -> str:
+    """An expectation's displayed name (in the course language), tagged with its kind (pitfall / fix) when it has one."""
+    text = claim(stem, e["name"])
+    return f"[{_(KINDS[e['kind']])}] {text}" if e.get("kind") else text
+
+
+def _status(status: str) -> str:
+    return {"passed": _("passed"), "failed": _("failed"), "skipped": _("skipped"), "not run": _("not run")}[status]
 
 
 def render_md(rows: list[dict], profile: str) -> str:
     n = {k: sum(r["status"] == k for r in rows) for k in ("passed", "failed", "skipped", "not run")}
     lines = [
-        f"# labkit course report ({profile} profile)",
+        _("# labkit course report ({profile} profile)").format(profile=profile),
         "",
-        f"{n['passed']} passed, {n['failed']} failed, {n['skipped']} skipped, {n['not run']} not run",
+        _("{passed} passed, {failed} failed, {skipped} skipped, {not_run} not run").format(
+            passed=n["passed"], failed=n["failed"], skipped=n["skipped"], not_run=n["not run"]
+        ),
         "",
-        "| notebook | status | seconds | expectations |",
+        _("| notebook | status | seconds | expectations |"),
         "|---|---|---|---|",
     ]
     for r in rows:
@@ -67,22 +77,24 @@ def render_md(rows: list[dict], profile: str) -> str:
             "",
             f"## {r['stem']} — {r['title']}",
             "",
-            f"Status: **{r['status']}**" + (f" ({r['seconds']:.0f} s)" if r.get("seconds") else ""),
+            _("Status: **{status}**").format(status=_status(r["status"]))
+            + (f" ({r['seconds']:.0f} s)" if r.get("seconds") else ""),
         ]
         if r.get("reason"):
             lines += ["", "```", r["reason"], "```"]
         res = r["results"]
         if res:
-            lines += ["", "| | expectation | observed | expected |", "|---|---|---|---|"]
+            lines += ["", _("| | expectation | observed | expected |"), "|---|---|---|---|"]
             for e in res.get("expectations", []):
                 lines.append(
-                    f"| {'PASS' if e['passed'] else 'FAIL'} | {_cell(_name(e))} | "
+                    f"| {'PASS' if e['passed'] else 'FAIL'} | {_cell(_name(e, r['stem']))} | "
                     f"{_cell(_fmt(e['observed']))} | {_cell(e['expected'])} |"
                 )
             for x in res.get("skipped", []):
-                lines.append(f"| SKIP | {_cell(x['name'])} | — | {_cell('skipped: ' + x['reason'])} |")
+                skipped = _("skipped: {reason}").format(reason=x["reason"])
+                lines.append(f"| SKIP | {_cell(claim(r['stem'], x['name']))} | — | {_cell(skipped)} |")
             if res.get("metrics"):
-                lines += ["", "Metrics: " + ", ".join(f"`{k}` = {_fmt(v)}" for k, v in res["metrics"].items())]
+                lines += ["", _("Metrics: ") + ", ".join(f"`{k}` = {_fmt(v)}" for k, v in res["metrics"].items())]
     return "\n".join(lines) + "\n"
 
 
@@ -94,36 +106,43 @@ def render_html(rows: list[dict], profile: str) -> str:
         "<style>body{font-family:sans-serif;max-width:1100px;margin:2em auto}"
         "table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:4px 8px;"
         "text-align:left;vertical-align:top}pre{background:#f6f8fa;padding:8px;white-space:pre-wrap}</style>",
-        f"<h1>labkit course report — {e(profile)} profile</h1>",
-        "<table><tr><th>notebook</th><th>status</th><th>seconds</th><th>expectations</th></tr>",
+        "<h1>" + e(_("# labkit course report ({profile} profile)").format(profile=profile).lstrip("# ")) + "</h1>",
+        "<table><tr>"
+        + "".join(
+            f"<th>{e(h.strip())}</th>"
+            for h in _("| notebook | status | seconds | expectations |").strip("|").split("|")
+        )
+        + "</tr>",
     ]
     for r in rows:
         exps = (r["results"] or {}).get("expectations", [])
         parts.append(
             f"<tr><td><a href='#{e(r['stem'])}'>{e(r['stem'])}</a></td>"
-            f"<td style='color:{colors[r['status']]}'><b>{e(r['status'])}</b></td>"
+            f"<td style='color:{colors[r['status']]}'><b>{e(_status(r['status']))}</b></td>"
             f"<td>{r.get('seconds', 0):.0f}</td><td>{sum(x['passed'] for x in exps)}/{len(exps)}</td></tr>"
         )
     parts.append("</table>")
     for r in rows:
         parts.append(
             f"<h2 id='{e(r['stem'])}'>{e(r['stem'])} — {e(r['title'])}</h2>"
-            f"<p>Status: <b style='color:{colors[r['status']]}'>{e(r['status'])}</b></p>"
+            f"<p><b style='color:{colors[r['status']]}'>{e(_status(r['status']))}</b></p>"
         )
         if r.get("reason"):
             parts.append(f"<pre>{e(r['reason'])}</pre>")
         res = r["results"]
         if res and res.get("expectations"):
-            parts.append("<table><tr><th></th><th>expectation</th><th>observed</th><th>expected</th></tr>")
+            heads = _("| | expectation | observed | expected |").strip("|").split("|")
+            parts.append("<table><tr>" + "".join(f"<th>{e(h.strip())}</th>" for h in heads) + "</tr>")
             for x in res["expectations"]:
                 mark = "&#10004;" if x["passed"] else "&#10008;"
                 parts.append(
-                    f"<tr><td>{mark}</td><td>{e(_name(x))}</td><td>{e(_fmt(x['observed']))}</td>"
+                    f"<tr><td>{mark}</td><td>{e(_name(x, r['stem']))}</td><td>{e(_fmt(x['observed']))}</td>"
                     f"<td>{e(x['expected'])}</td></tr>"
                 )
             for x in res.get("skipped", []):
                 parts.append(
-                    f"<tr><td>SKIP</td><td>{e(x['name'])}</td><td>—</td><td>skipped: {e(x['reason'])}</td></tr>"
+                    f"<tr><td>SKIP</td><td>{e(claim(r['stem'], x['name']))}</td><td>—</td>"
+                    f"<td>{e(_('skipped: {reason}').format(reason=x['reason']))}</td></tr>"
                 )
             parts.append("</table>")
         if res and res.get("metrics"):

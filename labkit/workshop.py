@@ -29,12 +29,13 @@ from typing import Sequence
 
 from labkit.atomic import atomic_write_text
 from labkit.cli_errors import UsageError
+from labkit.i18n import LANGUAGES, N_, SOURCE, _, using
 from labkit.results import RELEASE_MARKER
 
 STUB = "...  # YOUR CODE HERE"
 TAGS = ("exercise", "solution", "check")
 MARKER_VERSION = 1
-README = """# {title} -- {kind}
+README = N_("""# {title} -- {kind}
 
 {intro}
 
@@ -60,20 +61,20 @@ start Jupyter inside it, the notebooks read `data_samples/` here and write their
 ## "Run All" and the checks
 
 {run_all}
-"""
-LEARNER_INTRO = """Each notebook ends with exercises. In every cell that says `# YOUR CODE HERE`, replace the `...` with your
-answer, run it, then run the check cell below it: it prints `✅ pass` or `❌ fail: <hint>`."""
-SOLUTIONS_INTRO = """The solutions: the same notebooks with every exercise solved (the answer sits between `### BEGIN SOLUTION`
-and `### END SOLUTION`). Read them after you tried the exercises yourself."""
-LEARNER_RUN_ALL = """A check cell on an unsolved exercise fails on purpose: it prints `❌ fail: <hint>` and raises an error, and
+""")
+LEARNER_INTRO = N_("""Each notebook ends with exercises. In every cell that says `# YOUR CODE HERE`, replace the `...` with your
+answer, run it, then run the check cell below it: it prints `✅ pass` or `❌ fail: <hint>`.""")
+SOLUTIONS_INTRO = N_("""The solutions: the same notebooks with every exercise solved (the answer sits between `### BEGIN SOLUTION`
+and `### END SOLUTION`). Read them after you tried the exercises yourself.""")
+LEARNER_RUN_ALL = N_("""A check cell on an unsolved exercise fails on purpose: it prints `❌ fail: <hint>` and raises an error, and
 Jupyter stops "Run All" there -- the cells below it, including the notebook's last cell (which writes
 `runs/<notebook>/results.json`), do not run. Most exercises come after the lesson, so everything above them
 has run by then. One exercise per notebook sits inside the lesson: *predict, then run* -- write your guess in
 its cell before the cells that measure it; the reveal after the measurement compares and explains (a far guess
 is not a failure), but with no guess written it fails like a check, and "Run All" stops there. To go on past an
 unsolved exercise, select the cell after its check cell and use *Run > Run Selected Cell and All Below*. To run
-only the lesson, select the first exercise cell after it and use *Run > Run All Above Selected Cell*."""
-SOLUTIONS_RUN_ALL = (
+only the lesson, select the first exercise cell after it and use *Run > Run All Above Selected Cell*.""")
+SOLUTIONS_RUN_ALL = N_(
     """Every check passes here, so "Run All" runs each notebook to its end and writes `runs/<notebook>/results.json`."""
 )
 AGENDA_RE = re.compile(r"^##+ .*agenda.*\b3[ -]?h", re.IGNORECASE)
@@ -216,28 +217,28 @@ def _agenda_text(guide: Path | None) -> str:
     text = guide.read_text(encoding="utf-8") if guide and guide.is_file() else ""
     in_room, take_home = agenda_exercises(text)
     if not in_room and not take_home:
-        return "Your instructor tells you which exercises the workshop does; the others are for afterwards."
+        return _("Your instructor tells you which exercises the workshop does; the others are for afterwards.")
     lines = []
     if in_room:
-        lines.append(f"The 3-hour workshop does these in the room: {', '.join(in_room)}.")
+        lines.append(_("The 3-hour workshop does these in the room: {exercises}.").format(exercises=", ".join(in_room)))
     if take_home:
-        lines.append(f"Take-home: {', '.join(take_home)}.")
-    lines.append("Every other exercise is there for afterwards, at your own pace.")
+        lines.append(_("Take-home: {exercises}.").format(exercises=", ".join(take_home)))
+    lines.append(_("Every other exercise is there for afterwards, at your own pace."))
     return "\n".join(lines)
 
 
 def readme(notebooks: Sequence[str], guide: Path | None = None, solutions: bool = False, title: str = "") -> str:
     """The release's README.md: where to start, the agenda's exercises, where results go, "Run All"."""
     names = list(notebooks) or ["00_start_here.ipynb"]
-    return README.format(
+    return _(README).format(
         title=title or "labkit course",
-        kind="solutions" if solutions else "workshop copy",
-        intro=SOLUTIONS_INTRO if solutions else LEARNER_INTRO,
+        kind=_("solutions") if solutions else _("workshop copy"),
+        intro=_(SOLUTIONS_INTRO) if solutions else _(LEARNER_INTRO),
         first=names[0],
         second=names[1] if len(names) > 1 else names[0],
         agenda=_agenda_text(guide),
         marker=RELEASE_MARKER,
-        run_all=SOLUTIONS_RUN_ALL if solutions else LEARNER_RUN_ALL,
+        run_all=_(SOLUTIONS_RUN_ALL) if solutions else _(LEARNER_RUN_ALL),
     )
 
 
@@ -271,13 +272,15 @@ def write_release(
     solutions: bool = False,
     guide: str | Path | None = None,
     title: str = "labkit course",
+    language: str | None = None,
 ) -> list[Path]:
     """Write the learner release of the instructor `notebooks` to `out`; returns the notebooks written.
 
     `solutions=True` writes the solutions release instead (the instructor notebooks, outputs stripped).
     `data_dir` (default: `data_samples/` beside the notebooks' folder, else the root's) is copied alongside; `guide` (default:
     `docs/workshop.md` beside the notebooks' folder) names the agenda's exercises in the README. The marker
-    `.labkit-release.json` at `out`'s root makes `out` the course's root for the notebooks run inside it."""
+    `.labkit-release.json` at `out`'s root makes `out` the course's root for the notebooks run inside it; its
+    `language` (`language`, default English) is the language of the checks and reports run there."""
     import nbformat
 
     from labkit.results import project_root
@@ -299,7 +302,10 @@ def write_release(
         written.append(dest)
         meta = nb.metadata.get("labkit", {})
         index[path.name] = {"minutes": meta.get("minutes", 0), "checks": checks_of(released, path.stem)}
-    beside = paths[0].parent.resolve().parent if paths else project_root()  # the instructor's checkout
+    nb_dir = paths[0].parent.resolve() if paths else None
+    if nb_dir is not None and nb_dir.name in LANGUAGES:  # notebooks/<lang>/: the checkout is one more level up
+        nb_dir = nb_dir.parent
+    beside = nb_dir.parent if nb_dir is not None else project_root()  # the instructor's checkout
     if data_dir is None:
         data_dir = next((d for d in (beside / "data_samples", project_root() / "data_samples") if d.is_dir()), None)
     data = Path(data_dir) if data_dir else beside / "data_samples"
@@ -307,7 +313,8 @@ def write_release(
         shutil.copytree(data, out / "data_samples", dirs_exist_ok=True)
     if guide is None:
         guide = beside / "docs" / "workshop.md"
-    text = readme([p.name for p in paths], Path(guide) if guide else None, solutions, title)
+    with using(language):
+        text = readme([p.name for p in paths], Path(guide) if guide else None, solutions, title)
     (out / "README.md").write_text(text, encoding="utf-8")
     marker = {
         "labkit_release": MARKER_VERSION,
@@ -315,6 +322,7 @@ def write_release(
         "title": title,
         "labkit_version": _version(),
         "created": datetime.date.today().isoformat(),
+        "language": language or SOURCE,
         "notebooks": index,
     }
     atomic_write_text(out / RELEASE_MARKER, json.dumps(marker, ensure_ascii=False, indent=2) + "\n")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 
@@ -54,6 +55,23 @@ def language() -> str:
         if p.name in TRANSLATIONS:
             return p.name
     return SOURCE
+
+
+@contextmanager
+def using(lang: str | None):
+    """The course language is `lang` inside the block (for this process and the kernels it starts); None: unchanged."""
+    if lang is None:
+        yield
+        return
+    old = os.environ.get("LABKIT_LANG")
+    os.environ["LABKIT_LANG"] = check_language(lang)
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("LABKIT_LANG", None)
+        else:
+            os.environ["LABKIT_LANG"] = old
 
 
 @lru_cache(maxsize=None)
