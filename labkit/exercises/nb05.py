@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from labkit.exercises import Choice, Quiz, answered, call, fail, passed
+from labkit.i18n import N_, _
 
 N_EXAMPLES, WORLD, EPOCHS = 48, 2, 3
 
@@ -44,8 +45,10 @@ def ex1(run_epochs) -> bool:
         orders = call(run_epochs, s, EPOCHS)
         if not isinstance(orders, list) or len(orders) != EPOCHS:
             fail(
-                f"run_epochs(sampler, {EPOCHS}) should return a list of {EPOCHS} epoch orders (list(sampler) once "
-                "per epoch)"
+                _(
+                    "run_epochs(sampler, {epochs}) should return a list of {epochs} epoch orders (list(sampler) once "
+                    "per epoch)"
+                ).format(epochs=EPOCHS)
             )
         ranks[r] = {
             "samples": [list(map(int, o)) for o in orders],
@@ -55,8 +58,10 @@ def ex1(run_epochs) -> bool:
     a = audit.data_audit(ranks)
     if a["overlap_pct"] != 0 or a["coverage_pct"] != 100:
         fail(
-            f"overlap {a['overlap_pct']:.0f}%, coverage {a['coverage_pct']:.0f}%: iterate the sampler you were "
-            "given, once per epoch, and keep what it yields"
+            _(
+                "overlap {overlap:.0f}%, coverage {coverage:.0f}%: iterate the sampler you were given, once per epoch, "
+                "and keep what it yields"
+            ).format(overlap=a["overlap_pct"], coverage=a["coverage_pct"])
         )
     changed, boundaries = a["order_changes"]
     if changed != boundaries:
@@ -64,36 +69,48 @@ def ex1(run_epochs) -> bool:
         events = samplers[0].events
         if not calls:
             fail(
-                f"the data audit: the order changed at {changed} of {boundaries} epoch boundaries -- every epoch "
-                "replays the same order. DistributedSampler seeds its shuffle with seed + epoch, and the epoch stays 0 "
-                "until you call sampler.set_epoch(epoch) at the start of each epoch"
+                _(
+                    "the data audit: the order changed at {changed} of {boundaries} epoch boundaries -- every epoch "
+                    "replays the same order. DistributedSampler seeds its shuffle with seed + epoch, and the epoch "
+                    "stays 0 until you call sampler.set_epoch(epoch) at the start of each epoch"
+                ).format(changed=changed, boundaries=boundaries)
             )
         if set(calls) == {calls[0]}:
             fail(
-                f"the data audit: the order changed at {changed} of {boundaries} epoch boundaries. You call "
-                f"set_epoch({calls[0]}) every epoch, so the shuffle's seed never changes: pass the loop's epoch, "
-                "sampler.set_epoch(epoch)"
+                _(
+                    "the data audit: the order changed at {changed} of {boundaries} epoch boundaries. You call "
+                    "set_epoch({value}) every epoch, so the shuffle's seed never changes: pass the loop's epoch, "
+                    "sampler.set_epoch(epoch)"
+                ).format(changed=changed, boundaries=boundaries, value=calls[0])
             )
         if events and events[0][0] == "iter":
             fail(
-                f"the data audit: the order changed at {changed} of {boundaries} epoch boundaries -- epochs 0 and 1 "
-                "replay the same order. set_epoch(epoch) after iterating the epoch only affects the *next* one, so "
-                "epoch 1 reuses epoch 0's shuffle: call it at the start of the epoch, before iterating"
+                _(
+                    "the data audit: the order changed at {changed} of {boundaries} epoch boundaries -- epochs 0 and 1 "
+                    "replay the same order. set_epoch(epoch) after iterating the epoch only affects the *next* one, so "
+                    "epoch 1 reuses epoch 0's shuffle: call it at the start of the epoch, before iterating"
+                ).format(changed=changed, boundaries=boundaries)
             )
         fail(
-            f"the data audit: the order changed at only {changed} of {boundaries} epoch boundaries: every epoch needs "
-            "its own sampler.set_epoch(epoch) before it is iterated"
+            _(
+                "the data audit: the order changed at only {changed} of {boundaries} epoch boundaries: every epoch "
+                "needs its own sampler.set_epoch(epoch) before it is iterated"
+            ).format(changed=changed, boundaries=boundaries)
         )
-    shard_changed, _ = a["shard_changes"]
+    shard_changed = a["shard_changes"][0]
     if shard_changed != boundaries:
         fail(
-            f"the order changes, but each rank keeps the same examples every epoch (its shard changed at "
-            f"{shard_changed} of {boundaries} boundaries): reordering a rank's own fixed shard is not a reshuffle. "
-            "sampler.set_epoch(epoch) reshuffles the whole data set before it is dealt out to the ranks"
+            _(
+                "the order changes, but each rank keeps the same examples every epoch (its shard changed at "
+                "{shard_changed} of {boundaries} boundaries): reordering a rank's own fixed shard is not a reshuffle. "
+                "sampler.set_epoch(epoch) reshuffles the whole data set before it is dealt out to the ranks"
+            ).format(shard_changed=shard_changed, boundaries=boundaries)
         )
     return passed(
-        f"the audit: the order changed at {changed} of {boundaries} epoch boundaries on {WORLD} ranks, every rank "
-        "got new examples each epoch, overlap 0 %, coverage 100 %"
+        _(
+            "the audit: the order changed at {changed} of {boundaries} epoch boundaries on {world} ranks, every rank "
+            "got new examples each epoch, overlap 0 %, coverage 100 %"
+        ).format(changed=changed, boundaries=boundaries, world=WORLD)
     )
 
 
@@ -106,20 +123,34 @@ def ex2(per_rank, padded) -> bool:
     if int(per_rank) != lens[0]:
         if int(per_rank) == 16 // 3:
             fail(
-                f"per_rank = {per_rank} = 16 // 3 rounds down, but with drop_last=False DistributedSampler pads up: "
-                f"every rank gets ceil(16 / 3) = {lens[0]} indices so the ranks step in lockstep"
+                _(
+                    "per_rank = {per_rank} = 16 // 3 rounds down, but with drop_last=False DistributedSampler pads up: "
+                    "every rank gets ceil(16 / 3) = {n} indices so the ranks step in lockstep"
+                ).format(per_rank=per_rank, n=lens[0])
             )
-        fail(f"per_rank = {per_rank}: DistributedSampler gives every rank ceil(16 / 3) = {lens[0]} indices")
+        fail(
+            _("per_rank = {per_rank}: DistributedSampler gives every rank ceil(16 / 3) = {n} indices").format(
+                per_rank=per_rank, n=lens[0]
+            )
+        )
     if int(padded) != want_pad:
         if int(padded) == 16 % 3:
             fail(
-                f"padded = {padded} = 16 % 3 is what is left over, not what is added: 3 ranks x {lens[0]} = "
-                f"{sum(lens)} indices for 16 examples"
+                _(
+                    "padded = {padded} = 16 % 3 is what is left over, not what is added: 3 ranks x {n} = "
+                    "{total} indices for 16 examples"
+                ).format(padded=padded, n=lens[0], total=sum(lens))
             )
-        fail(f"padded = {padded}: 3 ranks x {lens[0]} = {sum(lens)} indices for 16 examples, so {want_pad} are repeats")
+        fail(
+            _("padded = {padded}: 3 ranks x {n} = {total} indices for 16 examples, so {pad} are repeats").format(
+                padded=padded, n=lens[0], total=sum(lens), pad=want_pad
+            )
+        )
     return passed(
-        f"{lens[0]} per rank, {want_pad} repeated examples -- keep the data set divisible by the world size, "
-        "or set drop_last=True, when exact counts matter (the audits here do)"
+        _(
+            "{n} per rank, {pad} repeated examples -- keep the data set divisible by the world size, "
+            "or set drop_last=True, when exact counts matter (the audits here do)"
+        ).format(n=lens[0], pad=want_pad)
     )
 
 
@@ -127,26 +158,37 @@ EX3 = Quiz(
     "AD",
     {
         "A": Choice(
-            "some examples are seen by two ranks, others by no rank",
-            "Right: each rank shuffles with its own seed, so 'every N-th example of my shuffle' is not a partition -- "
-            "the audit shows overlap and examples never seen.",
-            missed="one true statement is about what the data audit measured for this split (overlap, never seen).",
+            N_("some examples are seen by two ranks, others by no rank"),
+            N_(
+                "Right: each rank shuffles with its own seed, so 'every N-th example of my shuffle' is not a "
+                "partition -- the audit shows overlap and examples never seen."
+            ),
+            missed=N_("one true statement is about what the data audit measured for this split (overlap, never seen)."),
         ),
         "B": Choice(
-            "the model replicas drift apart during training",
-            "The replicas are identical after wrapping: DDP broadcasts rank 0's weights, and every step applies the "
-            "same all-reduced gradient.",
+            N_("the model replicas drift apart during training"),
+            N_(
+                "The replicas are identical after wrapping: DDP broadcasts rank 0's weights, and every step applies "
+                "the same all-reduced gradient."
+            ),
         ),
         "C": Choice(
-            "the run stops with an error at the first all-reduce",
-            "Nothing crashes: every rank has the same number of batches, so the all-reduces line up and the run "
-            "completes.",
+            N_("the run stops with an error at the first all-reduce"),
+            N_(
+                "Nothing crashes: every rank has the same number of batches, so the all-reduces line up and the run "
+                "completes."
+            ),
         ),
         "D": Choice(
-            "the loss falls and the replicas stay identical",
-            "Right: that is what hides the bug -- DDP's broadcast at wrap time makes the *models* identical although "
-            "the freshly built ones differed, while the *data* split stays wrong. Only the data audit shows it.",
-            missed="one true statement is about what you would see if you watched only the loss and the replica audit.",
+            N_("the loss falls and the replicas stay identical"),
+            N_(
+                "Right: that is what hides the bug -- DDP's broadcast at wrap time makes the *models* identical "
+                "although the freshly built ones differed, while the *data* split stays wrong. Only the data audit "
+                "shows it."
+            ),
+            missed=N_(
+                "one true statement is about what you would see if you watched only the loss and the replica audit."
+            ),
         ),
     },
 )
