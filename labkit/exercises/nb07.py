@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from labkit.exercises import Choice, Quiz, answered, call, fail, passed
+from labkit.i18n import N_, _
 
 ARTICLE = {
     "id": "a1",
@@ -22,26 +23,36 @@ def ex1(lead_example) -> bool:
     got = call(lead_example, dict(ARTICLE))
     answered(got)
     if not (isinstance(got, tuple) and len(got) == 2):
-        fail("lead_example(article) should return a (source, target) pair")
+        fail(N_("lead_example(article) should return a (source, target) pair"))
     source, target = got
     if any(str(source).startswith(p) for p in PREFIX.values()):
         fail(
-            f"the source starts with {str(source)[:3]!r}, an existing task's prefix: the model could not tell the "
-            "tasks apart. Use the new prefix 首句："
+            _(
+                "the source starts with {prefix}, an existing task's prefix: the model could not tell the "
+                "tasks apart. Use the new prefix 首句："
+            ).format(prefix=repr(str(source)[:3]))
         )
     if not str(source).startswith("首句："):
-        fail(f"the source should start with the new prefix 首句：, got {str(source)[:8]!r}")
+        fail(_("the source should start with the new prefix 首句：, got {got}").format(got=repr(str(source)[:8])))
     if source != "首句：" + ARTICLE["body"]:
-        fail("the source is the prefix followed by the whole body, like the other tasks (labkit.text.tasks.PREFIX)")
+        fail(N_("the source is the prefix followed by the whole body, like the other tasks (labkit.text.tasks.PREFIX)"))
     first = ARTICLE["body"].split("。")[0]
     want = first + "。"
     if target == first:
-        fail(f"target {target!r} lost its 。: split on 。 and add it back (the first sentence *including* the 。)")
+        fail(
+            _(
+                "target {target} lost its 。: split on 。 and add it back (the first sentence *including* the 。)"
+            ).format(target=repr(target))
+        )
     if target == ARTICLE["body"]:
-        fail("the target is the whole body: keep only the first sentence, up to and including the first 。")
+        fail(N_("the target is the whole body: keep only the first sentence, up to and including the first 。"))
     if target != want:
-        fail(f"target {target!r}, expected the first sentence {want!r} (split on 。 and keep the 。)")
-    return passed("a fourth task is one more prefix: the model, the collator and the sampler do not change")
+        fail(
+            _("target {target}, expected the first sentence {want} (split on 。 and keep the 。)").format(
+                target=repr(target), want=repr(want)
+            )
+        )
+    return passed(N_("a fourth task is one more prefix: the model, the collator and the sampler do not change"))
 
 
 # (examples, processes, global batch): the notebook's own run, then plans where the sampler's padding and the
@@ -61,58 +72,84 @@ def ex2(batch_plan, n_examples: int = 600, nproc: int = 2, global_batch: int = 1
         got = call(batch_plan, n, p, g)
         answered(got)
         if not (isinstance(got, (tuple, list)) and len(got) == 2):
-            fail(f"batch_plan(n_examples, nproc, global_batch) should return a pair, got {got!r}")
+            fail(_("batch_plan(n_examples, nproc, global_batch) should return a pair, got {got}").format(got=repr(got)))
         ppb, spe = got
         want_ppb, want_spe = reference_plan(n, p, g)
         if ppb != want_ppb:
             if ppb == g:
                 fail(
-                    f"batch_plan({n}, {p}, {g}): per-process batch {ppb} is the whole global batch -- with {p} "
-                    f"processes each takes {g} // {p} = {want_ppb}, so a step still sees {g} examples"
+                    _(
+                        "batch_plan({n}, {p}, {g}): per-process batch {ppb} is the whole global batch -- with {p} "
+                        "processes each takes {g} // {p} = {want_ppb}, so a step still sees {g} examples"
+                    ).format(n=n, p=p, g=g, ppb=ppb, want_ppb=want_ppb)
                 )
-            fail(f"batch_plan({n}, {p}, {g}): per-process batch {ppb}, expected {g} // {p} = {want_ppb}")
+            fail(
+                _("batch_plan({n}, {p}, {g}): per-process batch {ppb}, expected {g} // {p} = {want_ppb}").format(
+                    n=n, p=p, g=g, ppb=ppb, want_ppb=want_ppb
+                )
+            )
         if spe != want_spe:
             shard = math.ceil(n / p)
             if spe == n // g:
                 fail(
-                    f"batch_plan({n}, {p}, {g}): {spe} = {n} // {g} (or {n} // {p} // {want_ppb}) rounds the shard "
-                    f"down, but each rank steps through its own DistributedSampler shard, padded up (drop_last=False) "
-                    f"to ceil({n} / {p}) = {shard} examples, {want_ppb} at a time -> {want_spe}"
+                    _(
+                        "batch_plan({n}, {p}, {g}): {spe} = {n} // {g} (or {n} // {p} // {want_ppb}) rounds the shard "
+                        "down, but each rank steps through its own DistributedSampler shard, padded up (drop_last=False) "
+                        "to ceil({n} / {p}) = {shard} examples, {want_ppb} at a time -> {want_spe}"
+                    ).format(n=n, p=p, g=g, spe=spe, want_ppb=want_ppb, shard=shard, want_spe=want_spe)
                 )
             if spe == math.ceil(shard / want_ppb) or spe == math.ceil(n / g):
                 fail(
-                    f"batch_plan({n}, {p}, {g}): {spe} counts the last, partial batch; the run takes whole batches "
-                    f"only: {shard} // {want_ppb} = {want_spe}"
+                    _(
+                        "batch_plan({n}, {p}, {g}): {spe} counts the last, partial batch; the run takes whole batches "
+                        "only: {shard} // {want_ppb} = {want_spe}"
+                    ).format(n=n, p=p, g=g, spe=spe, shard=shard, want_ppb=want_ppb, want_spe=want_spe)
                 )
-            fail(f"batch_plan({n}, {p}, {g}): {spe} steps, expected ceil({n} / {p}) // {want_ppb} = {want_spe}")
+            fail(
+                _("batch_plan({n}, {p}, {g}): {spe} steps, expected ceil({n} / {p}) // {want_ppb} = {want_spe}").format(
+                    n=n, p=p, g=g, spe=spe, want_ppb=want_ppb, want_spe=want_spe
+                )
+            )
     ppb, spe = reference_plan(n_examples, nproc, global_batch)
-    return passed(f"{ppb} per process, {spe} steps per epoch: both runs see {global_batch} examples per step")
+    return passed(
+        _("{ppb} per process, {spe} steps per epoch: both runs see {global_batch} examples per step").format(
+            ppb=ppb, spe=spe, global_batch=global_batch
+        )
+    )
 
 
 EX3 = Quiz(
     "AB",
     {
         "A": Choice(
-            "the distributed code path works: the curves agree",
-            "Right: the run proves the distributed code path -- the 1-process and N-process loss curves agree within "
-            "the measured gap.",
-            missed="one statement you left out is about what the two runs' loss curves prove.",
+            N_("the distributed code path works: the curves agree"),
+            N_(
+                "Right: the run proves the distributed code path -- the 1-process and N-process loss curves agree "
+                "within the measured gap."
+            ),
+            missed=N_("one statement you left out is about what the two runs' loss curves prove."),
         ),
         "B": Choice(
-            "speed must be measured on the hardware you train on",
-            "Right: on 2 shared cores with gloo over TCP the speed is not the point -- measure throughput on the "
-            "hardware you will train on.",
-            missed="one statement you left out is about where a throughput number means something.",
+            N_("speed must be measured on the hardware you train on"),
+            N_(
+                "Right: on 2 shared cores with gloo over TCP the speed is not the point -- measure throughput on the "
+                "hardware you will train on."
+            ),
+            missed=N_("one statement you left out is about where a throughput number means something."),
         ),
         "C": Choice(
-            "DDP trained another model than one process would",
-            "The loss curves agree within the measured tolerance: DDP trains the same model; efficiency says nothing "
-            "about correctness.",
+            N_("DDP trained another model than one process would"),
+            N_(
+                "The loss curves agree within the measured tolerance: DDP trains the same model; efficiency says "
+                "nothing about correctness."
+            ),
         ),
         "D": Choice(
-            "GPUs will scale as poorly as these CPU processes",
-            "On GPUs each process owns a card and the all-reduce overlaps the backward pass; a CPU number does not "
-            "predict that.",
+            N_("GPUs will scale as poorly as these CPU processes"),
+            N_(
+                "On GPUs each process owns a card and the all-reduce overlaps the backward pass; a CPU number does "
+                "not predict that."
+            ),
         ),
     },
 )
