@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from labkit.exercises import Choice, Quiz, answered, call, fail, passed
+from labkit.i18n import N_, _
 
 A = "本市今日召开新闻发布会，介绍今年一季度经济运行情况，地区生产总值同比增长5.2%。"
 B = "本市今日召开新闻发布会，介绍今年一季度经济运行情况，地区生产总值同比增长5.3%。"  # one character differs
@@ -24,37 +25,48 @@ def ex1(shingles, near_duplicate) -> bool:
     want = _ref_shingles(A, 5)
     if isinstance(got, (list, tuple)):
         fail(
-            f"shingles(text, k) returned a {type(got).__name__}: return a set -- a list keeps repeats and order, and "
-            "Jaccard similarity is defined on sets (|A & B| / |A | B|)"
+            _(
+                "shingles(text, k) returned a {type}: return a set -- a list keeps repeats and order, and "
+                "Jaccard similarity is defined on sets (|A & B| / |A | B|)"
+            ).format(type=type(got).__name__)
         )
     if not isinstance(got, (set, frozenset)):
-        fail(f"shingles(text, k) should return a set of strings, got {type(got).__name__}")
+        fail(_("shingles(text, k) should return a set of strings, got {type}").format(type=type(got).__name__))
     if set(got) != want:
         if set(got) == want - {A[-5:]}:
             fail(
-                f"shingles(A, 5) has {len(got)} items, expected {len(want)}: range(len(text) - k) stops one window "
-                f"short -- the last shingle text[-k:] = {A[-5:]!r} is missing. Use range(len(text) - k + 1)"
+                _(
+                    "shingles(A, 5) has {got} items, expected {want}: range(len(text) - k) stops one window "
+                    "short -- the last shingle text[-k:] = {last!r} is missing. Use range(len(text) - k + 1)"
+                ).format(got=len(got), want=len(want), last=A[-5:])
             )
         fail(
-            f"shingles(A, 5) has {len(got)} items, expected {len(want)}: every window text[i:i+k] for "
-            "i in range(len(text) - k + 1)"
+            _(
+                "shingles(A, 5) has {got} items, expected {want}: every window text[i:i+k] for "
+                "i in range(len(text) - k + 1)"
+            ).format(got=len(got), want=len(want))
         )
     if call(near_duplicate, A, B) is not True:
         fail(
-            f"A and B differ in one character (Jaccard {_jaccard(want, _ref_shingles(B)):.2f}): near_duplicate(A, B) "
-            "must return True"
+            _("A and B differ in one character (Jaccard {jaccard:.2f}): near_duplicate(A, B) must return True").format(
+                jaccard=_jaccard(want, _ref_shingles(B))
+            )
         )
     if call(near_duplicate, A, C) is not False:
-        fail("A and C are different articles: near_duplicate must return False (Jaccard of their shingles < 0.8)")
+        fail(N_("A and C are different articles: near_duplicate must return False (Jaccard of their shingles < 0.8)"))
     if call(near_duplicate, A, A + C) is not False:
         j = _jaccard(want, _ref_shingles(A + C))
         fail(
-            f"near_duplicate(A, A + C) returned True, but A is only half of A + C (Jaccard {j:.2f}): you measured how "
-            "much of A is in the other text. Jaccard divides the shared shingles by the union of both sets"
+            _(
+                "near_duplicate(A, A + C) returned True, but A is only half of A + C (Jaccard {j:.2f}): you measured "
+                "how much of A is in the other text. Jaccard divides the shared shingles by the union of both sets"
+            ).format(j=j)
         )
     return passed(
-        f"Jaccard(A, B) = {_jaccard(want, _ref_shingles(B)):.2f} -> duplicate; the pipeline estimates the same "
-        "number with MinHash so it never compares every pair"
+        _(
+            "Jaccard(A, B) = {jaccard:.2f} -> duplicate; the pipeline estimates the same "
+            "number with MinHash so it never compares every pair"
+        ).format(jaccard=_jaccard(want, _ref_shingles(B)))
     )
 
 
@@ -62,24 +74,30 @@ EX2 = Quiz(
     "D",
     {
         "A": Choice(
-            "ftfy is switched off for U+FFFD",
-            "ftfy runs on every text field; it simply has nothing to work with here.",
+            N_("ftfy is switched off for U+FFFD"),
+            N_("ftfy runs on every text field; it simply has nothing to work with here."),
         ),
         "B": Choice(
-            "the record was too long to repair",
-            "Length checks come after repair and have their own reasons (title_too_long); this record's reason is "
-            "mojibake.",
+            N_("the record was too long to repair"),
+            N_(
+                "Length checks come after repair and have their own reasons (title_too_long); this record's reason is "
+                "mojibake."
+            ),
         ),
         "C": Choice(
-            "the encoding detector guessed wrong inside the pipeline",
-            "The encoding detector is only consulted while decoding bytes; the damage happened before the pipeline "
-            "saw them.",
+            N_("the encoding detector guessed wrong inside the pipeline"),
+            N_(
+                "The encoding detector is only consulted while decoding bytes; the damage happened before the pipeline "
+                "saw them."
+            ),
         ),
         "D": Choice(
-            "the bytes were thrown away at decode time",
-            "Right: U+FFFD is what a decoder writes when it *threw bytes away* (errors='replace'); the original "
-            "characters are gone. `æ–°é—»` still holds every byte, decoded with the wrong table, so ftfy can reverse "
-            "it.",
+            N_("the bytes were thrown away at decode time"),
+            N_(
+                "Right: U+FFFD is what a decoder writes when it *threw bytes away* (errors='replace'); the original "
+                "characters are gone. `æ–°é—»` still holds every byte, decoded with the wrong table, so ftfy can reverse "
+                "it."
+            ),
         ),
     },
 )
@@ -94,23 +112,27 @@ EX3 = Quiz(
     "BD",
     {
         "A": Choice(
-            "it made fewer optimizer updates than the dirty arm did",
-            "Both arms train for the same number of steps with the same batch size: neither made fewer updates.",
+            N_("it made fewer optimizer updates than the dirty arm did"),
+            N_("Both arms train for the same number of steps with the same batch size: neither made fewer updates."),
         ),
         "B": Choice(
-            "each of its steps learned from a real title/body pair",
-            "Right: every step of the clean arm learns the task itself, from a real title and its article.",
-            missed="one true statement is about what each of the clean arm's steps learns from.",
+            N_("each of its steps learned from a real title/body pair"),
+            N_("Right: every step of the clean arm learns the task itself, from a real title and its article."),
+            missed=N_("one true statement is about what each of the clean arm's steps learns from."),
         ),
         "C": Choice(
-            "its tokenizer got a better vocabulary",
-            "The tokenizer is trained on both sets together, so neither arm has a vocabulary advantage.",
+            N_("its tokenizer got a better vocabulary"),
+            N_("The tokenizer is trained on both sets together, so neither arm has a vocabulary advantage."),
         ),
         "D": Choice(
-            "the dirty arm learned to write footers and mojibake",
-            "Right: many of the dirty arm's steps teach it footers, scripts, mojibake and stock titles -- which it then "
-            "writes for held-out articles.",
-            missed="one true statement is about what the dirty arm's steps taught it (look at its generated titles).",
+            N_("the dirty arm learned to write footers and mojibake"),
+            N_(
+                "Right: many of the dirty arm's steps teach it footers, scripts, mojibake and stock titles -- which it then "
+                "writes for held-out articles."
+            ),
+            missed=N_(
+                "one true statement is about what the dirty arm's steps taught it (look at its generated titles)."
+            ),
         ),
     },
 )
