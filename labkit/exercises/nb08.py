@@ -5,12 +5,13 @@ from __future__ import annotations
 import time
 
 from labkit.exercises import Choice, Quiz, answered, call, fail, passed
+from labkit.i18n import N_, _
 
 
 def ex1(bounded_load) -> bool:
     """`bounded_load(send, max_requests, max_seconds)` -> latencies (s); stops at whichever bound comes first."""
     calls = {"n": 0}
-    runaway = "it sent a 21st request with max_requests=20: stop after max_requests, whichever bound comes first"
+    runaway = N_("it sent a 21st request with max_requests=20: stop after max_requests, whichever bound comes first")
 
     def fast():
         calls["n"] += 1
@@ -22,9 +23,11 @@ def ex1(bounded_load) -> bool:
         calls["n"] += 1
         if time.perf_counter() - t0 > 0.6:  # a load test that does not stop: end the check, not the kernel
             fail(
-                f"with a slow server it was still sending after {time.perf_counter() - t0:.2f} s with "
-                "max_seconds=0.25: checking the clock once, before the loop, does not stop it -- check the elapsed "
-                "time before every request"
+                _(
+                    "with a slow server it was still sending after {elapsed:.2f} s with "
+                    "max_seconds=0.25: checking the clock once, before the loop, does not stop it -- check the elapsed "
+                    "time before every request"
+                ).format(elapsed=time.perf_counter() - t0)
             )
         time.sleep(0.05)
 
@@ -33,15 +36,25 @@ def ex1(bounded_load) -> bool:
     answered(got)
     took = time.perf_counter() - t0
     if calls["n"] != 20:
-        fail(f"with a fast server, max_requests=20 and max_seconds=2 it sent {calls['n']} requests: send until a bound")
+        fail(
+            _("with a fast server, max_requests=20 and max_seconds=2 it sent {n} requests: send until a bound").format(
+                n=calls["n"]
+            )
+        )
     if not isinstance(got, list):
-        fail(f"return the list of latencies (one float per request), got {type(got).__name__}")
+        fail(_("return the list of latencies (one float per request), got {type}").format(type=type(got).__name__))
     if len(got) != calls["n"]:
-        fail(f"it sent {calls['n']} requests but returned {len(got)} latencies: append one per request")
+        fail(
+            _("it sent {n} requests but returned {got} latencies: append one per request").format(
+                n=calls["n"], got=len(got)
+            )
+        )
     if not all(isinstance(x, float) and 0.0005 < x < 1.0 for x in got) or sum(got) > took + 0.01:
         fail(
-            "each latency is the seconds one send() took, not a timestamp or the time since the start: "
-            "t0 = time.perf_counter(); send(); latencies.append(time.perf_counter() - t0)"
+            N_(
+                "each latency is the seconds one send() took, not a timestamp or the time since the start: "
+                "t0 = time.perf_counter(); send(); latencies.append(time.perf_counter() - t0)"
+            )
         )
     calls["n"] = 0
     t0 = time.perf_counter()
@@ -49,14 +62,18 @@ def ex1(bounded_load) -> bool:
     took = time.perf_counter() - t0
     if took > 0.6:
         fail(
-            f"with a slow server it ran {took:.2f} s past max_seconds=0.25 ({calls['n']} requests): checking the clock "
-            "once, before the loop, does not stop it -- check the elapsed time before every request"
+            _(
+                "with a slow server it ran {took:.2f} s past max_seconds=0.25 ({n} requests): checking the clock "
+                "once, before the loop, does not stop it -- check the elapsed time before every request"
+            ).format(took=took, n=calls["n"])
         )
     if calls["n"] < 3:
-        fail("it stopped too early: keep sending until max_seconds have passed")
+        fail(N_("it stopped too early: keep sending until max_seconds have passed"))
     return passed(
-        f"stopped at 20 requests (fast server) and after {took:.2f} s (slow server): a load test that "
-        "cannot run away, like `labkit bench serve`'s levels"
+        _(
+            "stopped at 20 requests (fast server) and after {took:.2f} s (slow server): a load test that "
+            "cannot run away, like `labkit bench serve`'s levels"
+        ).format(took=took)
     )
 
 
@@ -64,23 +81,29 @@ EX2 = Quiz(
     "A",
     {
         "A": Choice(
-            "runs what arrives within 10 ms as one batched call",
-            "Right: it gathers the requests that arrive within the queue delay (up to max_batch) and runs them as one "
-            "call, so concurrency becomes batch size -- the 'batched' row of step 3.",
+            N_("runs what arrives within 10 ms as one batched call"),
+            N_(
+                "Right: it gathers the requests that arrive within the queue delay (up to max_batch) and runs them as one "
+                "call, so concurrency becomes batch size -- the 'batched' row of step 3."
+            ),
         ),
         "B": Choice(
-            "waits until 32 requests have arrived, then runs them",
-            "The batcher never waits for a full batch: the queue delay bounds the wait, then it runs what it has.",
+            N_("waits until 32 requests have arrived, then runs them"),
+            N_("The batcher never waits for a full batch: the queue delay bounds the wait, then it runs what it has."),
         ),
         "C": Choice(
-            "one call per request, spread over parallel instances",
-            "Instances run in parallel, but the batcher's job is to group requests; one call per request is the "
-            "baseline's behaviour.",
+            N_("one call per request, spread over parallel instances"),
+            N_(
+                "Instances run in parallel, but the batcher's job is to group requests; one call per request is the "
+                "baseline's behaviour."
+            ),
         ),
         "D": Choice(
-            "quantizes the batch to int8 before it runs the model",
-            "Batching does not change the model's outputs per request (greedy decoding per row); quantization is a "
-            "separate step with its own measured price.",
+            N_("quantizes the batch to int8 before it runs the model"),
+            N_(
+                "Batching does not change the model's outputs per request (greedy decoding per row); quantization is a "
+                "separate step with its own measured price."
+            ),
         ),
     },
 )
@@ -95,25 +118,31 @@ EX3 = Quiz(
     "BD",
     {
         "A": Choice(
-            "int8 quantization of the model's weights",
-            "On the tiny model int8 barely beats fp32 for one request (step 3): its matrices are too small for int8 "
-            "kernels to pay off.",
+            N_("int8 quantization of the model's weights"),
+            N_(
+                "On the tiny model int8 barely beats fp32 for one request (step 3): its matrices are too small for int8 "
+                "kernels to pay off."
+            ),
         ),
         "B": Choice(
-            "an async front that takes many requests at once",
-            "Right: a server can only batch requests it holds at the same time -- the async front accepts them "
-            "concurrently instead of one after another.",
-            missed="one piece you left out is what lets many requests reach the server at the same time.",
+            N_("an async front that takes many requests at once"),
+            N_(
+                "Right: a server can only batch requests it holds at the same time -- the async front accepts them "
+                "concurrently instead of one after another."
+            ),
+            missed=N_("one piece you left out is what lets many requests reach the server at the same time."),
         ),
         "C": Choice(
-            "a lean ONNX Runtime loop instead of PyTorch",
-            "Leaving PyTorch's generate for a lean ONNX Runtime loop helps one request, but by a small factor.",
+            N_("a lean ONNX Runtime loop instead of PyTorch"),
+            N_("Leaving PyTorch's generate for a lean ONNX Runtime loop helps one request, but by a small factor."),
         ),
         "D": Choice(
-            "a dynamic batcher that groups them into one call",
-            "Right: one batched call over 16 requests multiplies throughput (step 3's 'batched' row) -- the dynamic "
-            "batcher groups what the front accepted.",
-            missed="one piece you left out is what turns concurrent requests into one model call.",
+            N_("a dynamic batcher that groups them into one call"),
+            N_(
+                "Right: one batched call over 16 requests multiplies throughput (step 3's 'batched' row) -- the dynamic "
+                "batcher groups what the front accepted."
+            ),
+            missed=N_("one piece you left out is what turns concurrent requests into one model call."),
         ),
     },
 )
