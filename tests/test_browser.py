@@ -11,6 +11,10 @@ it: the Makefile's `browser` target) and look at what a learner would see:
   plot appears as an image;
 * the learner release (`labkit course workshop`): an exercise's check cell fails on the placeholder,
   and passes once the solution is typed into the exercise cell's editor;
+* the Simplified Chinese release: notebook 03's Chinese markdown is drawn with a CJK font (the platform font
+  Chromium actually used, read over the DevTools protocol), its plot's Chinese labels are drawn by a CJK font
+  (the font matplotlib's glyph fallback picked for each character), and an exercise's check gives its hint in
+  Chinese on the placeholder and passes once the solution is typed;
 * a find-and-fix exercise there (05.4), the way a learner meets it: the check fails on the untouched cell,
   `transfer.load` turns the cell into the script to repair, the check runs that script and fails with the
   pitfall's hint, the repair is pasted in, and the check runs it and passes.
@@ -93,10 +97,10 @@ def viewer_notebook(path: Path) -> Path:
     return path
 
 
-def learner_release(out: Path) -> Path:
-    """The learner release, by the course's own command."""
+def learner_release(out: Path, lang: str = "en") -> Path:
+    """The learner release, by the course's own command (in the edition `lang`)."""
     subprocess.run(
-        [sys.executable, "-m", "labkit.cli", "course", "workshop", "--out", str(out)],
+        [sys.executable, "-m", "labkit.cli", "course", "workshop", "--lang", lang, "--out", str(out)],
         check=True,
         cwd=ROOT,
         capture_output=True,
@@ -433,4 +437,90 @@ def test_learner_repairs_a_find_and_fix_script_and_the_check_turns_green(lab, br
         except Exception:  # noqa: BLE001 -- the screenshot is for the reader; the assertion above says what failed
             pass
         page.screenshot(path=str(tmp_path / "find_and_fix.png"))
+        page.close()
+
+
+CJK_FONT = re.compile(r"WenQuanYi|Noto Sans CJK|Noto Serif CJK|Source Han|Droid Sans Fallback|AR PL", re.I)
+HAN = re.compile(r"[\u4e00-\u9fff]")
+
+
+def platform_fonts(page, selector: str) -> dict[str, int]:
+    """The fonts Chromium actually drew `selector`'s first element's text with: family -> glyphs drawn."""
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("DOM.enable")
+    cdp.send("CSS.enable")
+    root = cdp.send("DOM.getDocument", {"depth": 0})["root"]["nodeId"]
+    node = cdp.send("DOM.querySelector", {"nodeId": root, "selector": selector})["nodeId"]
+    assert node, f"nothing matches {selector}"
+    fonts = cdp.send("CSS.getPlatformFontsForNode", {"nodeId": node})["fonts"]
+    return {f["familyName"]: f["glyphCount"] for f in fonts}
+
+
+def test_the_chinese_edition_renders_in_chinese_and_its_check_hints_in_chinese(lab, browser, tmp_path):
+    import nbformat
+
+    name, grade_id = "03_memory_and_accumulation.ipynb", "nb03_ex2"
+    release = learner_release(lab[2] / "release_zh", lang="zh_CN")
+    learner = nbformat.read(release / name, as_version=4)
+    instructor = nbformat.read(ROOT / "notebooks" / "zh_CN" / name, as_version=4)
+    i = _grade_cell(learner, grade_id)
+    solution = "\n".join(
+        line
+        for line in instructor.cells[_grade_cell(instructor, grade_id)].source.splitlines()
+        if "### BEGIN SOLUTION" not in line and "### END SOLUTION" not in line
+    )
+    plot_at = next(k for k, c in enumerate(learner.cells) if c.cell_type == "code" and "fig.suptitle(" in c.source)
+    before = [k for k, c in enumerate(learner.cells[:plot_at]) if c.cell_type == "code" and "predict(" not in c.source]
+
+    page, errors = open_notebook(browser, lab, f"release_zh/notebooks/{name}")
+    cells = page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell")
+    try:
+        page.wait_for_function(
+            "n => document.querySelectorAll('.jp-NotebookPanel .jp-Notebook .jp-Cell').length === n",
+            arg=len(learner.cells),
+            timeout=RENDER_MS,
+        )
+        # the Chinese markdown, rendered, and drawn by a CJK font (not tofu, not a Latin font's fallback boxes)
+        heading = page.locator(".jp-MarkdownCell .jp-RenderedHTMLCommon").first
+        assert HAN.search(heading.inner_text()), heading.inner_text()
+        drawn = platform_fonts(page, ".jp-MarkdownCell .jp-RenderedHTMLCommon p")
+        assert any(CJK_FONT.search(f) and n > 0 for f, n in drawn.items()), f"the markdown was drawn with {drawn}"
+
+        # the lesson's cells up to the first plot (its predict cell left for the learner), then the plot
+        for k in before:
+            run_cell(page, cells.nth(k))
+        out = run_cell(page, cells.nth(plot_at))
+        plot = cells.nth(plot_at).locator(".jp-OutputArea-output img").first
+        plot.wait_for(timeout=RENDER_MS)
+        assert page.evaluate("el => el.naturalWidth", plot.element_handle()) > 300, "the plot image is empty"
+        assert not re.search(r"Glyph \d+ .*missing", out), f"matplotlib drew tofu:\n{out}"
+        # which font matplotlib's glyph fallback drew each Chinese character of the figure's texts with
+        probe = cells.nth(plot_at)
+        probe.locator(".jp-InputArea-prompt").click()
+        page.keyboard.press("b")  # a new cell below, as a learner would add one
+        added = cells.nth(plot_at + 1)
+        type_into(
+            page,
+            added,
+            "import matplotlib.text\nfrom labkit.viz.fonts import glyph_fonts\n"
+            "labels = ''.join(t.get_text() for t in fig.findobj(matplotlib.text.Text))\n"
+            "print(sorted({str(f) for c, f in glyph_fonts(labels).items() if '\\u4e00' <= c <= '\\u9fff'}))",
+        )
+        used = run_cell(page, added)
+        assert CJK_FONT.search(used) and "None" not in used, f"the plot's Chinese labels were drawn with: {used}"
+
+        # 03.2: the check's hint in Chinese on the placeholder, then a pass once the solution is typed
+        exercise, checker = cells.nth(i + 1), cells.nth(i + 2)  # one cell was added above them
+        exercise.scroll_into_view_if_needed()
+        run_cell(page, exercise)
+        out = run_cell(page, checker)
+        assert "❌ 未通过" in out and HAN.search(out.split("未通过", 1)[1]), f"the check on the placeholder:\n{out}"
+        typed = type_into(page, exercise, solution)
+        assert "YOUR CODE HERE" not in typed and "sum(" in typed, typed
+        run_cell(page, exercise)
+        out = run_cell(page, checker)
+        assert "✅ 通过" in out and "❌" not in out, f"the check on the typed solution:\n{out}"
+        assert not errors, f"JavaScript errors: {errors}"
+    finally:
+        page.screenshot(path=str(tmp_path / "zh_CN.png"), full_page=True)
         page.close()

@@ -123,16 +123,10 @@ def quiz(answer, correct: str, options: Mapping[str, str | Choice]) -> bool:
         )
     missing = [a for a in right if a not in got]
     if missing:
-        head = (
-            _("right so far, but {n} more statements are true:")
-            if len(missing) > 1
-            else _("right so far, but 1 more statement is true:")
-        )
-        fail(
-            head.format(n=len(missing))
-            + " "
-            + " ".join(_(opts[a].missed or N_("reread the options you left out")) for a in missing)
-        )
+        hints = " ".join(_(opts[a].missed or N_("reread the options you left out")) for a in missing)
+        if len(missing) > 1:
+            fail(_("right so far, but {n} more statements are true: {hints}").format(n=len(missing), hints=hints))
+        fail(_("right so far, but 1 more statement is true: {hints}").format(hints=hints))
     return passed(", ".join(right) + ". " + " ".join(_(opts[a].why) for a in right))
 
 

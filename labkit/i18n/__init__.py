@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
@@ -112,7 +113,17 @@ def claim(notebook: str, name: str, lang: str | None = None) -> str:
     lang = lang or language()
     if lang == SOURCE:
         return name
-    return notebook_catalog(lang, notebook).get("claims", {}).get(name) or name
+    claims = notebook_catalog(lang, notebook).get("claims", {})
+    if claims.get(name):
+        return claims[name]
+    # a name the notebook formats (f"{nproc}-process run ..."): its catalog key holds `{}` where the values go
+    for key, text in claims.items():
+        if "{}" in key and text:
+            m = re.fullmatch("(.+?)".join(map(re.escape, key.split("{}"))), name, re.S)
+            if m:
+                parts = text.split("{}")
+                return "".join(p + v for p, v in zip(parts, m.groups())) + parts[-1]
+    return name
 
 
 def title(notebook: str, english: str, lang: str | None = None) -> str:

@@ -100,6 +100,23 @@ def _claim_names(tree: ast.AST) -> set[int]:
     return out
 
 
+DISPLAY_CALLS = {"print", "set_xlabel", "set_ylabel", "set_title", "suptitle", "xlabel", "ylabel", "title"}
+DISPLAY_KWARGS = {"label", "title", "xlabel", "ylabel", "description"}
+
+
+def _displayed(tree: ast.AST) -> set[int]:
+    """ids of the literals handed straight to something that shows them (a print, an axis label, a legend entry):
+    one word there is read too ("step", "records")."""
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            if func in DISPLAY_CALLS:
+                out.update(id(a) for a in node.args)
+            out.update(id(k.value) for k in node.keywords if k.arg in DISPLAY_KWARGS)
+    return out
+
+
 def _text(node: ast.expr) -> str:
     if isinstance(node, ast.Constant):
         return node.value
@@ -120,17 +137,17 @@ def code_strings(source: str) -> tuple[list[str], list[str]]:
     tree = _parse(source)
     if tree is None:
         return [], []
-    names = _claim_names(tree)
+    names, shown = _claim_names(tree), _displayed(tree)
     readable, claims = [], []
     for node in _literals(tree):
         seg = ast.get_source_segment(source, node)
         if seg is None:
             continue
         if id(node) in names:
-            if isinstance(node, ast.Constant):
-                claims.append(node.value)
+            claims.append(_text(node))  # an f-string name: its key holds `{}` where the values go
             continue
-        if is_prose(_text(node)) and seg not in readable:
+        text = _text(node)
+        if (is_prose(text) or (id(node) in shown and WORD.search(text))) and seg not in readable:
             readable.append(seg)
     return readable, claims
 
@@ -286,8 +303,13 @@ def check_catalog(nb_path: Path, lang: str) -> list[Problem]:
                         )
                     )
             for name in claims:
-                if not cat.get("claims", {}).get(name):
+                text = cat.get("claims", {}).get(name)
+                if not text:
                     problems.append(Problem("missing", where, f"no text for the claim {name!r}"))
+                elif text.count("{}") != name.count("{}"):
+                    problems.append(
+                        Problem("not-a-string", where, f"{text!r} must hold {name.count('{}')} {{}} like {name!r}")
+                    )
     for cid in set(cat["cells"]) - ids:
         problems.append(
             Problem("unused", f"{stem} cell {cid}", "the catalog translates a cell the notebook no longer has")

@@ -61,3 +61,18 @@ def configure(strict: bool = False) -> str | None:
     matplotlib.rcParams["axes.unicode_minus"] = False  # the CJK font lacks U+2212
     _configured = fam
     return fam
+
+
+def glyph_fonts(text: str) -> dict[str, str | None]:
+    """The family that draws each distinct non-ASCII character of `text` with matplotlib's current settings
+    (its per-glyph fallback: the first font of the chain that has the glyph), None where no font has it
+    (a tofu box). What a plot's labels were actually drawn with, not what was asked for."""
+    from matplotlib import font_manager
+    from matplotlib.ft2font import FT2Font
+
+    paths = font_manager.fontManager._find_fonts_by_props(font_manager.FontProperties())
+    fonts = [FT2Font(p) for p in paths]
+    out: dict[str, str | None] = {}
+    for ch in dict.fromkeys(c for c in text if ord(c) > 127 and not c.isspace()):
+        out[ch] = next((f.family_name for f in fonts if f.get_char_index(ord(ch))), None)
+    return out
