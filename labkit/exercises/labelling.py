@@ -30,6 +30,7 @@ import tempfile
 from pathlib import Path
 
 from labkit.exercises import answered, fail, passed
+from labkit.i18n import N_, _
 
 LABELS = ("mojibake", "script noise", "misaligned", "title too long", "clean")
 SYNONYMS = {
@@ -56,11 +57,13 @@ SLIPS = 1  # the tolerance: all but one right
 
 # what each injected defect looks like, for the feedback on a wrong label
 LOOK = {
-    "mojibake": "look for latin letters with accents where Chinese should be (æ–°é—») or `�`",
-    "script noise": "look for `<script>`, `var ... =`, `function(` or `{...: ...}` in the body",
-    "misaligned": "look at the fields: a category or a whole paragraph as the title, a URL or a short line as the body",
-    "title too long": "count the title's characters: the limit is 60 (field_lengths shows title_len)",
-    "clean": "nothing a reader can see: the fields are a news title and its article",
+    "mojibake": N_("look for latin letters with accents where Chinese should be (æ–°é—») or `�`"),
+    "script noise": N_("look for `<script>`, `var ... =`, `function(` or `{...: ...}` in the body"),
+    "misaligned": N_(
+        "look at the fields: a category or a whole paragraph as the title, a URL or a short line as the body"
+    ),
+    "title too long": N_("count the title's characters: the limit is 60 (field_lengths shows title_len)"),
+    "clean": N_("nothing a reader can see: the fields are a news title and its article"),
 }
 
 
@@ -99,7 +102,7 @@ def _read(crawl: Path, label: dict) -> dict:
     text = decode_bytes(path.read_bytes()).text or ""
     kind = path.parent.name
     if kind == "txt":
-        title, _, body = text.partition("\n")
+        title, _sep, body = text.partition("\n")
         return {"title": title, "body": body.strip("\n")}
     if kind == "jsonl":
         row = json.loads(text.split("\n")[_row(label) - 1])
@@ -155,8 +158,8 @@ def _draw(n: int, seed: int) -> tuple[list[dict], dict[str, str], dict[str, list
 def sample_records(n: int = 10, seed: int = 0) -> Sample:
     """`n` crawled records to label (about `n / 5` of each label), drawn from a crawl generated with `seed`."""
     if not 1 <= n <= 50:
-        raise ValueError(f"n={n}: label between 1 and 50 records")
-    records, _, _ = _draw(n, seed)
+        raise ValueError(_("n={n}: label between 1 and 50 records").format(n=n))
+    records, _truth, _defects = _draw(n, seed)
     return Sample(records, n, seed)
 
 
@@ -165,8 +168,16 @@ def show(sample, width: int = 160) -> None:
     for r in sample:
         title, body = str(r.get("title")), str(r.get("body") or "")
         print(f"#{r['n']:<2} {r['source']}  (id {r['id']})")
-        print(f"    title ({len(title)} chars): {title[:width]!r}{' ...' if len(title) > width else ''}")
-        print(f"    body  ({len(body)} chars): {body[:width]!r}{' ...' if len(body) > width else ''}")
+        print(
+            _("    title ({n} chars): {text}").format(
+                n=len(title), text=repr(title[:width]) + (" ..." if len(title) > width else "")
+            )
+        )
+        print(
+            _("    body  ({n} chars): {text}").format(
+                n=len(body), text=repr(body[:width]) + (" ..." if len(body) > width else "")
+            )
+        )
 
 
 def _normal(label) -> str | None:
@@ -181,22 +192,30 @@ def check_labels(sample, labels) -> bool:
     labels: at least n - 1 of n right, with feedback on each record."""
     answered(labels)
     if not isinstance(sample, Sample):
-        fail("pass the sample that labelling.sample_records(...) returned, then your labels")
+        fail(N_("pass the sample that labelling.sample_records(...) returned, then your labels"))
     if isinstance(labels, dict):
         given = [labels.get(r["n"], labels.get(r["id"], labels.get(str(r["n"])))) for r in sample]
     elif isinstance(labels, (list, tuple)):
         if len(labels) != len(sample):
-            fail(f"{len(labels)} labels for {len(sample)} records: give one label per record, in the sample's order")
+            fail(
+                _("{labels} labels for {records} records: give one label per record, in the sample's order").format(
+                    labels=len(labels), records=len(sample)
+                )
+            )
         given = list(labels)
     else:
-        fail("give your labels as a list in the sample's order, or a dict {record number: label}")
+        fail(N_("give your labels as a list in the sample's order, or a dict {record number: label}"))
     if all(g is None or g is Ellipsis for g in given):
         answered(None)
     unknown = [(r["n"], g) for r, g in zip(sample, given) if _normal(g) is None]
     if unknown:
         n, g = unknown[0]
-        fail(f"record #{n}: {g!r} is not a label -- use one of {', '.join(LABELS)}")
-    _, truth, defects = _draw(sample.n, sample.seed)
+        fail(
+            _("record #{n}: {label} is not a label -- use one of {labels}").format(
+                n=n, label=repr(g), labels=", ".join(LABELS)
+            )
+        )
+    _records, truth, defects = _draw(sample.n, sample.seed)
     right = 0
     for r, g in zip(sample, given):
         want, got = truth[r["id"]], _normal(g)
@@ -204,12 +223,25 @@ def check_labels(sample, labels) -> bool:
             right += 1
             print(f"  ✓ #{r['n']:<2} {want}")
         else:
+            injected = ", ".join(d for d in defects[r["id"]] if not d.startswith("encoding:"))
             print(
-                f"  ✗ #{r['n']:<2} you said {got!r}, the generator says {want!r} "
-                f"(it injected: {', '.join(d for d in defects[r['id']] if not d.startswith('encoding:')) or 'nothing'}) "
-                f"-- {LOOK[want]}"
+                _("  ✗ #{n} you said {got}, the generator says {want} (it injected: {injected}) -- {look}").format(
+                    n=f"{r['n']:<2}",
+                    got=repr(got),
+                    want=repr(want),
+                    injected=injected or _("nothing"),
+                    look=_(LOOK[want]),
+                )
             )
     need = len(sample) - SLIPS
     if right < need:
-        fail(f"{right} of {len(sample)} right; at least {need} needed -- read the ✗ lines above, look again, relabel")
-    return passed(f"{right} of {len(sample)} right (at least {need} needed): you looked at the data")
+        fail(
+            _("{right} of {total} right; at least {need} needed -- read the ✗ lines above, look again, relabel").format(
+                right=right, total=len(sample), need=need
+            )
+        )
+    return passed(
+        _("{right} of {total} right (at least {need} needed): you looked at the data").format(
+            right=right, total=len(sample), need=need
+        )
+    )
