@@ -6,6 +6,7 @@ import functools
 import math
 
 from labkit.exercises import Choice, Quiz, answered, call, fail, passed
+from labkit.i18n import N_, _
 
 GB = 2**30
 CARDS = (24, 40, 48, 80)  # card sizes in GB (GiB) the check plans for; 24 is the one the notebook prints
@@ -32,11 +33,15 @@ def reference_plan(alpha: float, card_gb: float, budget_per_gb: float = GB * 0.9
 def _pair(got) -> tuple[int, int]:
     answered(got)
     if not (isinstance(got, (tuple, list)) and len(got) == 2):
-        fail(f"plan_for(card_gb) should return a (micro_batch, accumulation_steps) pair, got {got!r}")
+        fail(
+            _("plan_for(card_gb) should return a (micro_batch, accumulation_steps) pair, got {got}").format(
+                got=repr(got)
+            )
+        )
     try:
         return int(got[0]), int(got[1])
     except (TypeError, ValueError):
-        fail(f"plan_for(card_gb) should return two whole numbers, got {got!r}")
+        fail(_("plan_for(card_gb) should return two whole numbers, got {got}").format(got=repr(got)))
 
 
 def ex1(plan_for, alpha: float) -> bool:
@@ -47,21 +52,37 @@ def ex1(plan_for, alpha: float) -> bool:
         want_fit, want_acc = reference_plan(alpha, card)
         if fit != want_fit:
             if fit == reference_plan(alpha, card, GB)[0]:
-                hint = f"that is the whole card: keep the 5% margin, budget = {card} * GB * 0.95"
+                hint = _("that is the whole card: keep the 5% margin, budget = {card} * GB * 0.95").format(card=card)
             elif fit in (reference_plan(alpha, card, 1e9 * 0.95)[0], reference_plan(alpha, card, 1e9)[0]):
-                hint = f"GB here is 2**30 bytes (GiB, as in section 3), not 1e9: budget = {card} * GB * 0.95"
+                hint = _("GB here is 2**30 bytes (GiB, as in section 3), not 1e9: budget = {card} * GB * 0.95").format(
+                    card=card
+                )
             else:
                 hint = f"mm.largest_fitting_batch(large, P_large, 512, 64, alpha, {card} * GB * 0.95)"
-            fail(f"plan_for({card}) says micro-batch {fit}, the memory model says {want_fit}: {hint}")
+            fail(
+                _("plan_for({card}) says micro-batch {fit}, the memory model says {want_fit}: {hint}").format(
+                    card=card, fit=fit, want_fit=want_fit, hint=hint
+                )
+            )
         if acc != want_acc:
             if acc == BATCH // fit:
                 fail(
-                    f"plan_for({card}): {BATCH} // {fit} = {acc} rounds down, and {acc} x {fit} < {BATCH}: batch "
-                    f"{BATCH} needs ceil({BATCH} / {fit}) = {want_acc} micro-batches"
+                    _(
+                        "plan_for({card}): {batch} // {fit} = {acc} rounds down, and {acc} x {fit} < {batch}: batch "
+                        "{batch} needs ceil({batch} / {fit}) = {want_acc} micro-batches"
+                    ).format(card=card, batch=BATCH, fit=fit, acc=acc, want_acc=want_acc)
                 )
-            fail(f"plan_for({card}): batch {BATCH} needs ceil({BATCH} / {fit}) = {want_acc} micro-batches of {fit}")
+            fail(
+                _(
+                    "plan_for({card}): batch {batch} needs ceil({batch} / {fit}) = {want_acc} micro-batches of {fit}"
+                ).format(card=card, batch=BATCH, fit=fit, want_acc=want_acc)
+            )
     fit, acc = reference_plan(alpha, 24)
-    return passed(f"{fit} sequences per step fit 24 GB; batch {BATCH} = {fit} x {acc} accumulation steps")
+    return passed(
+        _("{fit} sequences per step fit 24 GB; batch {batch} = {fit} x {acc} accumulation steps").format(
+            fit=fit, batch=BATCH, acc=acc
+        )
+    )
 
 
 # three micro-batches: mean token loss and number of target tokens in each
@@ -75,49 +96,65 @@ def ex2(window_loss) -> bool:
     try:
         got = float(got)
     except (TypeError, ValueError):
-        fail(f"window_loss should return a number, got {type(got).__name__}")
+        fail(_("window_loss should return a number, got {type}").format(type=type(got).__name__))
     want = sum(l * n for l, n in zip(LOSSES, TOKENS)) / sum(TOKENS)
     naive = sum(LOSSES) / len(LOSSES)
     if abs(got - naive) < 1e-9:
         fail(
-            f"{got:.3f} is the plain mean of the micro-batch losses (loss / grad_accum): it gives a 4-token batch "
-            "the same weight as a 30-token one. Weight each loss by its share of the window's tokens"
+            _(
+                "{got:.3f} is the plain mean of the micro-batch losses (loss / grad_accum): it gives a 4-token batch "
+                "the same weight as a 30-token one. Weight each loss by its share of the window's tokens"
+            ).format(got=got)
         )
     if abs(got - sum(l * n for l, n in zip(LOSSES, TOKENS))) < 1e-9:
         fail(
-            f"{got:g} is the summed token loss of the window: divide by the window's {sum(TOKENS)} tokens to get the "
-            "mean one big batch reports"
+            _(
+                "{got:g} is the summed token loss of the window: divide by the window's {tokens} tokens to get the "
+                "mean one big batch reports"
+            ).format(got=got, tokens=sum(TOKENS))
         )
     if abs(got - sum(LOSSES)) < 1e-9:
-        fail(f"{got:g} is the sum of the micro-batch means: weight each by its tokens and divide by all the tokens")
+        fail(
+            _(
+                "{got:g} is the sum of the micro-batch means: weight each by its tokens and divide by all the tokens"
+            ).format(got=got)
+        )
     if abs(got - want) > 1e-6:
-        fail(f"got {got}, expected {want:.4f} = sum(loss_i * tokens_i) / sum(tokens_i)")
-    return passed(f"{want:.4f} -- the big batch's mean token loss (the plain mean would say {naive:.4f})")
+        fail(_("got {got}, expected {want:.4f} = sum(loss_i * tokens_i) / sum(tokens_i)").format(got=got, want=want))
+    return passed(
+        _("{want:.4f} -- the big batch's mean token loss (the plain mean would say {naive:.4f})").format(
+            want=want, naive=naive
+        )
+    )
 
 
 EX3 = Quiz(
     "ACD",
     {
         "A": Choice(
-            "the fp32 weights, 4 bytes per parameter",
-            "Right: 4 bytes per parameter in fp32, whatever the batch.",
-            missed="one statement you left out is about what the model itself takes (section 3's static part).",
+            N_("the fp32 weights, 4 bytes per parameter"),
+            N_("Right: 4 bytes per parameter in fp32, whatever the batch."),
+            missed=N_("one statement you left out is about what the model itself takes (section 3's static part)."),
         ),
         "B": Choice(
-            "the activations the forward pass keeps for backward",
-            "Activations grow with batch x sequence length (and the attention scores with its square) -- that is what "
-            "the fitted alpha scales, and what micro-batching and accumulation shrink.",
+            N_("the activations the forward pass keeps for backward"),
+            N_(
+                "Activations grow with batch x sequence length (and the attention scores with its square) -- that is what "
+                "the fitted alpha scales, and what micro-batching and accumulation shrink."
+            ),
         ),
         "C": Choice(
-            "the gradients, 4 bytes per parameter",
-            "Right: one fp32 gradient per parameter, 4 bytes, whatever the batch.",
-            missed="one statement you left out is about what backward writes for every parameter.",
+            N_("the gradients, 4 bytes per parameter"),
+            N_("Right: one fp32 gradient per parameter, 4 bytes, whatever the batch."),
+            missed=N_("one statement you left out is about what backward writes for every parameter."),
         ),
         "D": Choice(
-            "AdamW's two moments, 8 bytes per parameter",
-            "Right: exp_avg and exp_avg_sq, 4 bytes each. With the weights and gradients: 16 bytes per parameter, "
-            "~11 GB for T5-large's 738M parameters before a single activation.",
-            missed="one statement you left out is about what the optimizer keeps for every parameter.",
+            N_("AdamW's two moments, 8 bytes per parameter"),
+            N_(
+                "Right: exp_avg and exp_avg_sq, 4 bytes each. With the weights and gradients: 16 bytes per parameter, "
+                "~11 GB for T5-large's 738M parameters before a single activation."
+            ),
+            missed=N_("one statement you left out is about what the optimizer keeps for every parameter."),
         ),
     },
 )
