@@ -5,6 +5,7 @@ from __future__ import annotations
 import shlex
 
 from labkit.exercises import Choice, Quiz, answered, call, fail, passed
+from labkit.i18n import N_, _
 
 
 def _nproc(tokens: list[str], names: tuple[str, ...]) -> int | str | None:
@@ -28,28 +29,42 @@ def ex1(command) -> bool:
     try:
         tokens = shlex.split(str(command))
     except ValueError as exc:
-        fail(f"the shell could not parse {command!r}: {exc}")
+        fail(_("the shell could not parse {command}: {error}").format(command=repr(command), error=exc))
     if any(t.startswith("--local_rank") or t.startswith("--local-rank") for t in tokens):
-        fail("never type --local_rank yourself: the launcher sets LOCAL_RANK for each process it starts")
+        fail(N_("never type --local_rank yourself: the launcher sets LOCAL_RANK for each process it starts"))
     if "torch.distributed.launch" in tokens:
-        fail("torch.distributed.launch is deprecated (it passes --local_rank): use torchrun")
+        fail(N_("torch.distributed.launch is deprecated (it passes --local_rank): use torchrun"))
     if not tokens or tokens[0] in ("python", "python3") and "torch.distributed.run" not in tokens:
-        fail("`python train.py` starts ONE process whatever you pass it; start it with torchrun or accelerate launch")
+        fail(
+            N_("`python train.py` starts ONE process whatever you pass it; start it with torchrun or accelerate launch")
+        )
     if tokens[0] == "torchrun" or "torch.distributed.run" in tokens:
         n = _nproc(tokens, ("--nproc_per_node", "--nproc-per-node"))
         if n not in (4, "gpu"):
-            said = f"--nproc_per_node={n} starts {n} processes" if n is not None else "torchrun starts one process"
-            fail(f"{said}: tell torchrun to start one per GPU, --nproc_per_node=4")
+            said = (
+                _("--nproc_per_node={n} starts {n} processes").format(n=n)
+                if n is not None
+                else _("torchrun starts one process")
+            )
+            fail(_("{said}: tell torchrun to start one per GPU, --nproc_per_node=4").format(said=said))
     elif tokens[:2] == ["accelerate", "launch"]:
         if "--cpu" in tokens:
-            fail("`accelerate launch --cpu` takes the single-process path (measured above): use --multi_gpu")
+            fail(N_("`accelerate launch --cpu` takes the single-process path (measured above): use --multi_gpu"))
         if _nproc(tokens, ("--num_processes", "--num-processes")) != 4 or "--multi_gpu" not in tokens:
-            fail("accelerate needs --multi_gpu --num_processes 4")
+            fail(N_("accelerate needs --multi_gpu --num_processes 4"))
     else:
-        fail(f"{tokens[0]!r} is not a launcher: use torchrun (or accelerate launch --multi_gpu)")
+        fail(
+            _("{launcher} is not a launcher: use torchrun (or accelerate launch --multi_gpu)").format(
+                launcher=repr(tokens[0])
+            )
+        )
     if "train.py" not in tokens:
-        fail("the command should run train.py")
-    return passed(f"{command!r} starts 4 ranks; each reads RANK / LOCAL_RANK / WORLD_SIZE from its environment")
+        fail(N_("the command should run train.py"))
+    return passed(
+        _("{command} starts 4 ranks; each reads RANK / LOCAL_RANK / WORLD_SIZE from its environment").format(
+            command=repr(command)
+        )
+    )
 
 
 ENVS = [
@@ -68,38 +83,50 @@ def ex2(device_for) -> bool:
         want = f"cuda:{env['LOCAL_RANK']}"
         if str(got) != want:
             if str(got) in ("cuda", "cuda:0"):
-                fail(f"rank {env['RANK']} got {got}: that is the cuda:0 pile-up from the notebook -- use LOCAL_RANK")
+                fail(
+                    _("rank {rank} got {got}: that is the cuda:0 pile-up from the notebook -- use LOCAL_RANK").format(
+                        rank=env["RANK"], got=got
+                    )
+                )
             if str(got) == f"cuda:{env['RANK']}":
                 fail(
-                    f"rank {env['RANK']} got {got}, but its node has only 4 GPUs (0-3): RANK counts across all nodes, "
-                    "LOCAL_RANK within one"
+                    _(
+                        "rank {rank} got {got}, but its node has only 4 GPUs (0-3): RANK counts across all nodes, "
+                        "LOCAL_RANK within one"
+                    ).format(rank=env["RANK"], got=got)
                 )
-            fail(f"for {env} expected {want}, got {got!r}")
-    return passed("every rank picks cuda:LOCAL_RANK; then model.to(device) and DDP(model, device_ids=[local_rank])")
+            fail(_("for {env} expected {want}, got {got}").format(env=env, want=want, got=repr(got)))
+    return passed(N_("every rank picks cuda:LOCAL_RANK; then model.to(device) and DDP(model, device_ids=[local_rank])"))
 
 
 EX3 = Quiz(
     "BC",
     {
         "A": Choice(
-            "the training loss stops falling after a few steps",
-            "The loss of a world-size-1 run falls just like a 4-process one: it trains fine, on one GPU.",
+            N_("the training loss stops falling after a few steps"),
+            N_("The loss of a world-size-1 run falls just like a 4-process one: it trains fine, on one GPU."),
         ),
         "B": Choice(
-            "an assert on WORLD_SIZE right after init",
-            "Right: `assert dist.get_world_size() == expected` fails in the first second of a run that came up alone.",
-            missed="one statement you left out is about a check your own script can make the moment it starts.",
+            N_("an assert on WORLD_SIZE right after init"),
+            N_(
+                "Right: `assert dist.get_world_size() == expected` fails in the first second of a run that came up alone."
+            ),
+            missed=N_("one statement you left out is about a check your own script can make the moment it starts."),
         ),
         "C": Choice(
-            "every rank logs its world size, rank and backend",
-            "Right: have every rank report what it saw and compare -- the launch audit does this, and a run that "
-            "reports world size 1 stops before it costs a day.",
-            missed="one statement you left out is about what each rank can report about the world it joined.",
+            N_("every rank logs its world size, rank and backend"),
+            N_(
+                "Right: have every rank report what it saw and compare -- the launch audit does this, and a run that "
+                "reports world size 1 stops before it costs a day."
+            ),
+            missed=N_("one statement you left out is about what each rank can report about the world it joined."),
         ),
         "D": Choice(
-            "a timeout error from the first all-reduce",
-            "A single process never waits for peers -- there are none -- so no collective times out. That is why this "
-            "bug is expensive.",
+            N_("a timeout error from the first all-reduce"),
+            N_(
+                "A single process never waits for peers -- there are none -- so no collective times out. That is why "
+                "this bug is expensive."
+            ),
         ),
     },
 )

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from labkit.exercises import UNANSWERED, fail, passed
+from labkit.i18n import N_, _
 
 
 @dataclass(frozen=True)
@@ -37,12 +38,12 @@ class Question:
     def rule(self) -> str:
         kind = self.tolerance[0]
         if kind == "abs":
-            return f"within ±{self.tolerance[1]:g} {self.unit}"
+            return _("within ±{tolerance} {unit}").format(tolerance=f"{self.tolerance[1]:g}", unit=_(self.unit))
         if kind == "factor":
-            return f"within a factor of {self.tolerance[1]:g}"
+            return _("within a factor of {factor}").format(factor=f"{self.tolerance[1]:g}")
         if kind == "choice":
-            return "the same choice"
-        return "exactly"
+            return _("the same choice")
+        return _("exactly")
 
 
 def _layer_kind(name: Any) -> str:
@@ -62,100 +63,130 @@ QUESTIONS: dict[str, Question] = {
         Question(
             "01",
             "01_dirty_data",
-            "Of the records the naive loader kept, what share carry visible noise (JavaScript, CSS, tags, page "
-            "furniture, control characters, U+FFFD or mojibake)? Answer as a share between 0 and 1.",
+            N_(
+                "Of the records the naive loader kept, what share carry visible noise (JavaScript, CSS, tags, page "
+                "furniture, control characters, U+FFFD or mojibake)? Answer as a share between 0 and 1."
+            ),
             "metric:sample_noise_share",
-            "(share of the sample)",
+            N_("(share of the sample)"),
             ("abs", 0.15),
-            "The naive loader keeps almost every record (~89 % of the crawl) and about two in three of them carry "
-            "page furniture, script code or damaged text -- a team that looked at a screenful of samples would "
-            "have seen it before training anything.",
+            N_(
+                "The naive loader keeps almost every record (~89 % of the crawl) and about two in three of them carry "
+                "page furniture, script code or damaged text -- a team that looked at a screenful of samples would "
+                "have seen it before training anything."
+            ),
         ),
         Question(
             "02",
             "02_cleaning_pipeline",
-            "What share of the crawl's records will the cleaning pipeline reject (as a share between 0 and 1)?",
+            N_("What share of the crawl's records will the cleaning pipeline reject (as a share between 0 and 1)?"),
             "metric:rejected_share",
-            "(share of the records)",
+            N_("(share of the records)"),
             ("abs", 0.08),
-            "About 27-30 %: the generator damages a quarter of the records beyond repair (missing or absurd titles, "
-            "U+FFFD, shifted CSV rows, truncated JSON) and adds ~8 % duplicates; everything else -- encodings, "
-            "latin-1 mojibake, scripts, furniture, swapped columns -- is repaired and kept.",
+            N_(
+                "About 27-30 %: the generator damages a quarter of the records beyond repair (missing or absurd titles, "
+                "U+FFFD, shifted CSV rows, truncated JSON) and adds ~8 % duplicates; everything else -- encodings, "
+                "latin-1 mojibake, scripts, furniture, swapped columns -- is repaired and kept."
+            ),
         ),
         Question(
             "03",
             "03_memory_and_accumulation",
-            "The memory grid measures one training step from batch 4 x 64 tokens up to batch 16 x 256 tokens (16x the "
-            "tokens). How many times more step memory will the largest configuration need than the smallest?",
+            N_(
+                "The memory grid measures one training step from batch 4 x 64 tokens up to batch 16 x 256 tokens (16x the "
+                "tokens). How many times more step memory will the largest configuration need than the smallest?"
+            ),
             "expect:largest vs smallest configuration",
             "x",
             ("factor", 1.5),
-            "Activations grow with batch x length, and attention's scores with length squared, but at 256 tokens "
-            "and d_model 128 the per-token tensors (q/k/v, feed-forward, logits over the vocabulary) dominate: the "
-            "measured peak grows a little less than the 16x tokens, because gradients and the allocator's slack do "
-            "not grow with the batch at all.",
+            N_(
+                "Activations grow with batch x length, and attention's scores with length squared, but at 256 tokens "
+                "and d_model 128 the per-token tensors (q/k/v, feed-forward, logits over the vocabulary) dominate: the "
+                "measured peak grows a little less than the 16x tokens, because gradients and the allocator's slack do "
+                "not grow with the batch at all."
+            ),
         ),
         Question(
             "04",
             "04_launching_ddp",
-            "`python -m labkit.train --local_rank=0` is started where 2 processes were asked for. What world size "
-            "will the ranks report?",
+            N_(
+                "`python -m labkit.train --local_rank=0` is started where 2 processes were asked for. What world size "
+                "will the ranks report?"
+            ),
             "expect:wrong launch: processes started and world size[1]",
-            "process(es)",
+            N_("process(es)"),
             ("exact",),
-            "1. `--local_rank` is what the old launcher passed *to* the processes it started; typing it starts "
-            "nothing. No launcher set WORLD_SIZE, so the script is one ordinary process -- the run that 'trained "
-            "fine for a day' at world size 1.",
+            N_(
+                "1. `--local_rank` is what the old launcher passed *to* the processes it started; typing it starts "
+                "nothing. No launcher set WORLD_SIZE, so the script is one ordinary process -- the run that 'trained "
+                "fine for a day' at world size 1."
+            ),
         ),
         Question(
             "05",
             "05_samplers_and_seeds",
-            "Without any sampler, every rank shuffles the whole data set with the same seed. What share of the "
-            "examples seen in an epoch will more than one rank see (overlap, in %)?",
+            N_(
+                "Without any sampler, every rank shuffles the whole data set with the same seed. What share of the "
+                "examples seen in an epoch will more than one rank see (overlap, in %)?"
+            ),
             "expect:no sampler: overlap across ranks",
             "%",
             ("abs", 10.0),
-            "100 %: the same seed gives every rank the same shuffle, so the ranks draw identical batches and compute "
-            "identical gradients -- N processes doing one process's work N times (work factor = N).",
+            N_(
+                "100 %: the same seed gives every rank the same shuffle, so the ranks draw identical batches and compute "
+                "identical gradients -- N processes doing one process's work N times (work factor = N)."
+            ),
         ),
         Question(
             "06",
             "06_exploding_gradients",
-            "In the broken run (lr 0.1, no warmup, no clipping), which kind of layer will the gradient monitor name "
-            "as the first to spike: 'layer norm', 'attention', 'feed-forward' or 'embedding or output'?",
+            N_(
+                "In the broken run (lr 0.1, no warmup, no clipping), which kind of layer will the gradient monitor name "
+                "as the first to spike: 'layer norm', 'attention', 'feed-forward' or 'embedding or output'?"
+            ),
             "metric:first_spike_layer",
             "",
             ("choice",),
-            "In this tiny pre-norm T5 the RMS layer-norm weights in front of the attention sub-layers spike first: "
-            "they scale everything the attention sees, have few parameters, and AdamW moves each of them by ~lr per "
-            "step -- at lr 0.1 the learning rate alone throws them off, before any hostile batch does.",
+            N_(
+                "In this tiny pre-norm T5 the RMS layer-norm weights in front of the attention sub-layers spike first: "
+                "they scale everything the attention sees, have few parameters, and AdamW moves each of them by ~lr per "
+                "step -- at lr 0.1 the learning rate alone throws them off, before any hostile batch does."
+            ),
             choices=("layer norm", "attention", "feed-forward", "embedding or output"),
             classify=_layer_kind,
         ),
         Question(
             "07",
             "07_multitask_distributed_training",
-            "1 process with batch 16 vs 2 processes with batch 8 each, the same examples in every step: how far "
-            "apart will the two loss curves be on average (mean relative gap, in %)?",
+            N_(
+                "1 process with batch 16 vs 2 processes with batch 8 each, the same examples in every step: how far "
+                "apart will the two loss curves be on average (mean relative gap, in %)?"
+            ),
             "metric:loss_mean_rel_gap",
             "%",
             ("abs", 0.5),
-            "About 0.5-0.7 %, not 0: each rank averages the loss over its own tokens and DDP averages the ranks' "
-            "gradients, while one process averages over all tokens at once; float sums also run in another order, "
-            "and training amplifies the tiny differences step by step. Close, not bit-identical.",
+            N_(
+                "About 0.5-0.7 %, not 0: each rank averages the loss over its own tokens and DDP averages the ranks' "
+                "gradients, while one process averages over all tokens at once; float sums also run in another order, "
+                "and training amplifies the tiny differences step by step. Close, not bit-identical."
+            ),
             scale=100.0,
         ),
         Question(
             "08",
             "08_deployment",
-            "On the served stack (API + dynamic batching, int8 ONNX Runtime), how many times the requests per second "
-            "will 16 simultaneous clients get compared with 1 client?",
+            N_(
+                "On the served stack (API + dynamic batching, int8 ONNX Runtime), how many times the requests per second "
+                "will 16 simultaneous clients get compared with 1 client?"
+            ),
             "metric:qps_c16_over_c1",
             "x",
             ("factor", 2.0),
-            "About 2-3x on a 2-core CPU, not 16x: the batcher gathers concurrent requests into one model call, and "
-            "one batch of 16 costs more than one request but far less than 16. Without batching (FIX=False) the "
-            "ratio stays near 1: the requests just queue.",
+            N_(
+                "About 2-3x on a 2-core CPU, not 16x: the batcher gathers concurrent requests into one model call, and "
+                "one batch of 16 costs more than one request but far less than 16. Without batching (FIX=False) the "
+                "ratio stays near 1: the requests just queue."
+            ),
         ),
     )
 }
@@ -166,26 +197,33 @@ _PREDICTIONS: dict[str, Any] = {}
 def question(qid: str) -> Question:
     key = str(qid).strip().split(".")[0].zfill(2)
     if key not in QUESTIONS:
-        raise KeyError(f"no prediction question {qid!r}: choose one of {sorted(QUESTIONS)}")
+        raise KeyError(
+            _("no prediction question {qid}: choose one of {ids}").format(qid=repr(qid), ids=sorted(QUESTIONS))
+        )
     return QUESTIONS[key]
 
 
 def ask(qid: str) -> str:
     """Print the question (and how close counts as close)."""
     q = question(qid)
-    extra = f" Choose one of: {', '.join(q.choices)}." if q.choices else ""
-    print(f"🔮 {q.text}{extra} (close = {q.rule})")
-    return q.text
+    text = _(q.text)
+    shown = (
+        _("{question} Choose one of: {choices}.").format(question=text, choices=", ".join(q.choices))
+        if q.choices
+        else text
+    )
+    print("🔮 " + _("{question} (close = {rule})").format(question=shown, rule=q.rule))
+    return text
 
 
 def _valid(q: Question, value: Any):
     if q.tolerance[0] == "choice":
         v = str(value).strip().lower() if isinstance(value, str) else None
         if v not in q.choices:
-            fail(f"predict one of {', '.join(repr(c) for c in q.choices)}")
+            fail(_("predict one of {choices}").format(choices=", ".join(repr(c) for c in q.choices)))
         return v
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        fail(f"predict a number ({q.unit})".replace(" ()", ""))
+        fail(_("predict a number ({unit})").format(unit=_(q.unit)) if q.unit else _("predict a number"))
     return float(value)
 
 
@@ -194,10 +232,18 @@ def predict(qid: str, value: Any) -> None:
     q = question(qid)
     if value is None or value is Ellipsis:
         _PREDICTIONS.pop(q.id, None)
-        print(f"⏳ no prediction recorded for {q.id} yet: replace the `...` with your guess before running on")
+        print(
+            "⏳ "
+            + _("no prediction recorded for {id} yet: replace the `...` with your guess before running on").format(
+                id=q.id
+            )
+        )
         return
     _PREDICTIONS[q.id] = _valid(q, value)
-    print(f"🔮 prediction recorded: {_PREDICTIONS[q.id]!r} -- now run the cells that measure it")
+    print(
+        "🔮 "
+        + _("prediction recorded: {value} -- now run the cells that measure it").format(value=repr(_PREDICTIONS[q.id]))
+    )
 
 
 _KEY = re.compile(r"^(metric|expect):(.*?)(?:\[(\d+)\])?$")
@@ -215,12 +261,20 @@ def measured_value(q: Question, measured: Any):
     kind, name, index = _KEY.match(q.key).groups()
     if kind == "metric":
         if name not in source.get("metrics", {}):
-            fail(f"the notebook has not measured {name!r} yet: run the cell that measures it, then reveal")
+            fail(
+                _("the notebook has not measured {name} yet: run the cell that measures it, then reveal").format(
+                    name=repr(name)
+                )
+            )
         value = source["metrics"][name]
     else:
         hits = [e for e in source.get("expectations", []) if e["name"] == name]
         if not hits:
-            fail(f"the notebook has not checked {name!r} yet: run the cell that measures it, then reveal")
+            fail(
+                _("the notebook has not checked {name} yet: run the cell that measures it, then reveal").format(
+                    name=repr(name)
+                )
+            )
         value = hits[-1]["observed"]
     return value[int(index)] if index is not None else value
 
@@ -231,7 +285,11 @@ def reveal(qid: str, measured: Any) -> bool:
     Returns True when the prediction was close; raises (UNANSWERED) only when nothing was predicted."""
     q = question(qid)
     if q.id not in _PREDICTIONS:
-        fail(UNANSWERED + f" -- write your prediction in the predict cell for {q.id} and run it before this one")
+        fail(
+            _("{unanswered} -- write your prediction in the predict cell for {id} and run it before this one").format(
+                unanswered=_(UNANSWERED), id=q.id
+            )
+        )
     pred = _PREDICTIONS[q.id]
     raw = measured_value(q, measured)
     if q.tolerance[0] == "choice":
@@ -247,9 +305,11 @@ def reveal(qid: str, measured: Any) -> bool:
             close = pred > 0 and value > 0 and value / f <= pred <= value * f
         else:
             close = pred == value
-        shown = f"{value:.3g} {q.unit}".rstrip()
-    msg = f"you predicted {pred!r}, the notebook measured {shown} (close = {q.rule}). {q.explain}"
+        shown = f"{value:.3g} {_(q.unit)}".rstrip()
+    msg = _("you predicted {prediction}, the notebook measured {measured} (close = {rule}). {explanation}").format(
+        prediction=repr(pred), measured=shown, rule=q.rule, explanation=_(q.explain)
+    )
     if close:
-        return passed(f"close. {msg}")
-    print(f"🔎 not quite: {msg}")
+        return passed(_("close. {message}").format(message=msg))
+    print("🔎 " + _("not quite: {message}").format(message=msg))
     return False
