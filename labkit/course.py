@@ -20,7 +20,7 @@ from pathlib import Path
 
 from labkit.cli_errors import UsageError, existing_dir, positive_float, positive_int, writable_dir, writable_file
 from labkit.config import PROFILES, get_config
-from labkit.i18n import LANGUAGES, SOURCE, check_language, using
+from labkit.i18n import LANGUAGES, SOURCE, check_language, language, using
 from labkit.results import project_root
 
 NB_PATTERN = re.compile(r"^(\d\d)_[\w-]+\.ipynb$")
@@ -45,12 +45,15 @@ def _labkit_meta(path: Path) -> dict:
 
 
 def default_notebooks_dir() -> Path:
-    return project_root() / "notebooks"
+    """The notebooks of the course language's edition (a Chinese kernel's `discover()` lists the Chinese ones)."""
+    return edition_notebooks(language())
 
 
 def edition_notebooks(lang: str) -> Path:
-    """The notebooks of one edition: `notebooks/` (English, the source) or `notebooks/<lang>/` (generated)."""
-    return default_notebooks_dir() if lang == SOURCE else default_notebooks_dir() / lang
+    """The notebooks of one edition: `notebooks/` (English, the source) or `notebooks/<lang>/` (generated); a
+    workshop release holds one edition in `notebooks/` itself."""
+    base = project_root() / "notebooks"
+    return base / lang if lang != SOURCE and (base / lang).is_dir() else base
 
 
 def discover(notebooks_dir: str | Path | None = None) -> list[NotebookInfo]:

@@ -50,13 +50,25 @@ def _modules(args) -> list[str] | None:
     return [] if args.only else None
 
 
+def _with_docs(args) -> bool:
+    """The translated documents (docs/workshop.md ...) go with every run that names no notebook or module."""
+    return not args.only and not args.module
+
+
+def _docs_dir(args) -> Path:
+    return _dir(args).parent / "docs"
+
+
 def _extract(args) -> int:
-    from labkit.i18n import messages, notebooks
+    from labkit.i18n import docs, messages, notebooks
 
     for p in _selected(args):
         print(notebooks.save_catalog(notebooks.extract(p, args.lang), args.lang))
     for path in messages.extract(args.lang, _modules(args)):
         print(path)
+    if _with_docs(args):
+        for name in docs.DOCUMENTS:
+            print(docs.extract(_docs_dir(args), name, args.lang))
     return 0
 
 
@@ -65,6 +77,11 @@ def _build(args) -> int:
 
     written = notebooks.build(_dir(args), args.lang, _selected(args) if args.only else None)
     print(f"{len(written)} notebooks in {notebooks.edition_dir(_dir(args), args.lang)}")
+    if _with_docs(args):
+        from labkit.i18n import docs
+
+        for path in docs.build(_docs_dir(args), args.lang):
+            print(path)
     return 0
 
 
@@ -74,6 +91,10 @@ def _check(args) -> int:
     problems = notebooks.check_edition(_dir(args), args.lang, _selected(args)) + messages.check(
         args.lang, _modules(args)
     )
+    if _with_docs(args):
+        from labkit.i18n import docs
+
+        problems += docs.check(_docs_dir(args), args.lang)
     for p in problems:
         print(p)
     if problems:
