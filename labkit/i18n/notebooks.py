@@ -226,6 +226,12 @@ def extract(nb_path: Path, lang: str) -> dict:
                 cat["cells"][cell.id] = {"strings": strings}
             for name in claims:
                 cat["claims"][name] = old.get("claims", {}).get(name, "")
+    # a formatted name's instances translated whole ("replicas identical after training: ..."): kept beside the
+    # template, which covers the instances nobody wrote out
+    templates = [re.compile("(.+?)".join(map(re.escape, k.split("{}"))), re.S) for k in cat["claims"] if "{}" in k]
+    for name, text in old.get("claims", {}).items():
+        if name not in cat["claims"] and text and any(t.fullmatch(name) for t in templates):
+            cat["claims"][name] = text
     return cat
 
 
