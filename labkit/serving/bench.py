@@ -14,6 +14,7 @@ On one int8 model, in one process tree on 127.0.0.1:
 from __future__ import annotations
 
 import json
+import unicodedata
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +33,7 @@ from labkit.cli_errors import (
     writable_dir,
     writable_file,
 )
+from labkit.i18n import _
 from labkit.serving.loadgen import LEVELS, closed_loop, open_loop, payloads_from_texts, run_sync, sweep
 from labkit.serving.measure import post_generate
 
@@ -192,7 +194,7 @@ def compare(
             for name, spec in stacks.items()
         }
         served = {name: {lvl: [] for lvl in levels} for name in servers}
-        for _ in range(rounds):  # the limit is measured between the loads, in each round (the servers idle)
+        for _round in range(rounds):  # the limit is measured between the loads, in each round (the servers idle)
             iso.append(isolated(gen, payloads))
             for level in levels:
                 for name, srv in servers.items():
@@ -245,9 +247,14 @@ def compare(
 def report(summary: dict) -> str:
     iso = summary["isolated"]
     lines = [
-        f"isolated int8 ({iso['threads']} ORT thread(s)): single {iso['single_ms']:.1f} ms/request, "
-        f"{iso['batch']} batched {iso['batched_qps']:.1f} requests/s",
-        f"{'server':22} {'c=1 p50 ms':>10} {'c=1 qps':>8} {'c=N qps':>9} {'c=N p50':>9} {'errors':>6}",
+        _(
+            "isolated int8 ({threads} ORT thread(s)): single {single_ms:.1f} ms/request, "
+            "{batch} batched {batched_qps:.1f} requests/s"
+        ).format(
+            threads=iso["threads"], single_ms=iso["single_ms"], batch=iso["batch"], batched_qps=iso["batched_qps"]
+        ),
+        f"{_pad(_('server'), 22)} {'c=1 p50 ms':>10} {'c=1 qps':>8} {'c=N qps':>9} {'c=N p50':>9} "
+        f"{_pad(_('errors'), 6, right=True)}",
     ]
     b = summary["baseline"]
     if b:
@@ -264,22 +271,47 @@ def report(summary: dict) -> str:
     for s, v in summary["settings"].items():
         r, m, n = v["ratios"], v["met"], v["level"]
         parts = [
-            f"c{n} QPS / isolated batched {r['qps_c16_vs_isolated']:.2f} "
-            f"({_target_text('qps_c16_vs_isolated')}: {m['qps_c16_vs_isolated']})",
-            f"c1 p50 - single {r['p50_c1_over_single_ms']:+.1f} ms "
-            f"({_target_text('p50_c1_over_single_ms')}: {m['p50_c1_over_single_ms']})",
-            f"c1 p50 {r['p50_c1_ms']:.1f} ms ({_target_text('p50_c1_ms')}: {m['p50_c1_ms']})",
+            _("c{n} QPS / isolated batched {ratio:.2f} ({target}: {met})").format(
+                n=n,
+                ratio=r["qps_c16_vs_isolated"],
+                target=_target_text("qps_c16_vs_isolated"),
+                met=_verdict(m["qps_c16_vs_isolated"]),
+            ),
+            _("c1 p50 - single {delta:+.1f} ms ({target}: {met})").format(
+                delta=r["p50_c1_over_single_ms"],
+                target=_target_text("p50_c1_over_single_ms"),
+                met=_verdict(m["p50_c1_over_single_ms"]),
+            ),
+            _("c1 p50 {p50:.1f} ms ({target}: {met})").format(
+                p50=r["p50_c1_ms"], target=_target_text("p50_c1_ms"), met=_verdict(m["p50_c1_ms"])
+            ),
         ]
         if "qps_c16_vs_baseline" in r:
             parts.append(
-                f"c{n} QPS / baseline {r['qps_c16_vs_baseline']:.1f}x "
-                f"({_target_text('qps_c16_vs_baseline')}: {m['qps_c16_vs_baseline']})"
+                _("c{n} QPS / baseline {ratio:.1f}x ({target}: {met})").format(
+                    n=n,
+                    ratio=r["qps_c16_vs_baseline"],
+                    target=_target_text("qps_c16_vs_baseline"),
+                    met=_verdict(m["qps_c16_vs_baseline"]),
+                )
             )
-        lines.append(f"{s}: " + "; ".join(parts))
-    spread = [f"isolated batched {_span(iso.get('batched_qps_passes', []))} req/s"]
+        lines.append(f"{s}: " + _("; ").join(parts))
+    spread = [_("isolated batched {span} req/s").format(span=_span(iso.get("batched_qps_passes", [])))]
     spread += [f"{s} c{v['level']} {_span(v['c16'].get('qps_rounds', []))} QPS" for s, v in summary["settings"].items()]
-    lines.append("spread over the rounds: " + "; ".join(spread))
+    lines.append(_("spread over the rounds: {spread}").format(spread=_("; ").join(spread)))
     return "\n".join(lines)
+
+
+# a target met or not as report() shows it: True/False in English (what the tests and scripts read), words in a translation
+def _verdict(met: bool) -> str:
+    return _("True") if met else _("False")
+
+
+# f"{text:width}" (right: f"{text:>width}") counting a wide (CJK) character as two columns, so a translated
+# header still lines up with the figures under it; English text pads exactly as the format spec does
+def _pad(text: str, width: int, right: bool = False) -> str:
+    fill = " " * max(0, width - sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text))
+    return fill + text if right else text + fill
 
 
 def _span(values) -> str:

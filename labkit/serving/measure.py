@@ -18,6 +18,7 @@ from typing import Sequence
 
 import numpy as np
 
+from labkit.i18n import N_, _
 from labkit.serving.loadgen import LoadResult, open_loop, run_sync, sweep
 from labkit.serving.process import ServerProcess, free_port, labkit_argv
 from labkit.serving.availability import triton_available
@@ -58,7 +59,7 @@ def isolated(gen, payloads: Sequence[dict], batch: int = 16, batched_calls: int 
     srcs, caps = requests_of(payloads, batch)
     single = _single_ms(gen.generate, srcs, caps)
     calls = []
-    for _ in range(batched_calls):
+    for _call in range(batched_calls):
         t0 = time.perf_counter()
         gen.generate(srcs, caps)
         calls.append(time.perf_counter() - t0)
@@ -261,7 +262,7 @@ def model_for_serving(
 
     Returns (save_pretrained folder, where it came from)."""
     if model_dir:
-        return Path(model_dir), "given"
+        return Path(model_dir), N_("given")  # the value stays English (compared); title_floor_skip shows it translated
     if fallback and (Path(fallback) / "config.json").exists():
         return Path(fallback), fallback_origin
     from labkit.training.finale import train_finale_model
@@ -282,12 +283,12 @@ def title_floor_skip(origin: str, notebook07_dir: str | Path) -> str | None:
     if origin == TRAINED_HERE:
         return None
     if origin != "notebook 07":
-        return f"the floor is measured for notebook 07's recipe; this model was {origin}"
+        return _("the floor is measured for notebook 07's recipe; this model was {origin}").format(origin=_(origin))
     try:
         fix = json.loads((Path(notebook07_dir) / "results.json").read_text(encoding="utf-8"))["metrics"]["fix"]
     except (OSError, ValueError, KeyError):
-        return "notebook 07's results.json does not say how its model was trained"
-    return None if fix else "notebook 07 ran with FIX=False (no sampler): the floor is for its fixed run"
+        return _("notebook 07's results.json does not say how its model was trained")
+    return None if fix else _("notebook 07 ran with FIX=False (no sampler): the floor is for its fixed run")
 
 
 def results_table(results: Sequence[LoadResult]):
