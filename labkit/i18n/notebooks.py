@@ -300,7 +300,7 @@ def check_catalog(nb_path: Path, lang: str) -> list[Problem]:
                             + (f"; now:\n{_diff(s['en'], near[0])}" if near else ""),
                         )
                     )
-                elif s.get("zh") is not None and _placeholders(s["zh"]) != _placeholders(s["en"]):
+                elif s.get("zh") and _placeholders(s["zh"]) != _placeholders(s["en"]):
                     problems.append(
                         Problem(
                             "not-a-string",
