@@ -12,6 +12,7 @@ import random
 from dataclasses import dataclass, replace
 from typing import Sequence
 
+from labkit.i18n import N_, _
 from labkit.text.tasks import Example
 
 JUNK = "🔥★※①②№€™～￥…\u200b\u3000▲◆■□●◎♀♂"
@@ -29,9 +30,9 @@ def hostile_examples(
     for i in range(n):
         e = examples[rng.randrange(len(examples))]
         body = e.source
-        junk = lambda: "".join(rng.choice(JUNK) for _ in range(junk_len))  # noqa: E731
+        junk = lambda: "".join(rng.choice(JUNK) for _k in range(junk_len))  # noqa: E731
         out.append(
-            replace(e, id=f"hostile-{i}/{e.id}", source=body + "".join(junk() + body for _ in range(repeat - 1)))
+            replace(e, id=f"hostile-{i}/{e.id}", source=body + "".join(junk() + body for _r in range(repeat - 1)))
         )
     return out
 
@@ -157,6 +158,16 @@ def fix_recipes(
     return {TRUNCATED: truncated, LR_ONLY: sane, FIXED: dict(sane, **clip_warmup)}
 
 
+# summary()'s columns are keys (tests and notebooks read them); show() prints them translated
+_COLUMNS = {
+    "final loss": N_("final loss"),
+    "max grad norm": N_("max grad norm"),
+    "layer spikes >=5x": N_("layer spikes >=5x"),
+    "non-finite": N_("non-finite"),
+    "samples/s": N_("samples/s"),
+}
+
+
 @dataclass
 class FixComparison:
     """Each recipe's History (the broken run first) and the steps whose batch held a hostile sample."""
@@ -195,24 +206,33 @@ class FixComparison:
     def show(self):
         """Print the summary table and the hostile-batch comparison; plot loss and grad norm per recipe."""
         import matplotlib.pyplot as plt
+        import pandas as pd
 
-        print(self.summary().round(3).to_string())
+        table = self.summary().round(3).rename(columns={k: _(v) for k, v in _COLUMNS.items()})
+        with pd.option_context("display.unicode.east_asian_width", True):  # CJK headers: columns stay aligned
+            print(table.to_string())
         fig, ax = plt.subplots(1, 2, figsize=(11, 3.6))
         for k, h in self.hists.items():
             ax[0].plot(h.steps, h.loss, label=k)
             ax[1].semilogy(h.steps, h.grad_norm, label=k)
-        ax[0].set_title("train loss")
-        ax[1].set_title("total grad norm (before clipping)")
+        ax[0].set_title(_("train loss"))
+        ax[1].set_title(_("total grad norm (before clipping)"))
         for a in ax:
-            a.set_xlabel("step")
+            a.set_xlabel(_("step"))
             a.legend(fontsize=7)
         plt.tight_layout()
         plt.show()
         m = self.metrics()
         print(
-            f"{len(self.hostile_at)} of {len(self.hists[FIXED].steps)} batches hold a hostile sample; worst loss rise "
-            f"across one of them: lr alone {m['hostile_loss_jump[lr_only]']:.3f}, "
-            f"+ clip + warmup/restarts {m['hostile_loss_jump[lr_clip_warmup]']:.3f}"
+            _(
+                "{hostile} of {steps} batches hold a hostile sample; worst loss rise across one of them: "
+                "lr alone {lr_only:.3f}, + clip + warmup/restarts {lr_clip_warmup:.3f}"
+            ).format(
+                hostile=len(self.hostile_at),
+                steps=len(self.hists[FIXED].steps),
+                lr_only=m["hostile_loss_jump[lr_only]"],
+                lr_clip_warmup=m["hostile_loss_jump[lr_clip_warmup]"],
+            )
         )
         return fig
 

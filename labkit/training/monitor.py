@@ -19,6 +19,8 @@ from typing import Any
 
 import torch
 
+from labkit.i18n import _
+
 # sub-layers a T5 block is made of: group parameters up to these names
 _GROUP_AT = re.compile(r"^(SelfAttention|EncDecAttention|DenseReluDense|layer_norm|final_layer_norm)$")
 
@@ -64,10 +66,10 @@ class GradMonitor:
         self.model = model
         self.spike_factor, self.ema, self.warmup = spike_factor, ema, warmup
         named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
-        self.params = [p for _, p in named]
+        self.params = [p for _n, p in named]
         self.layers: list[str] = []
         index: list[int] = []
-        for n, _ in named:
+        for n, _p in named:
             g = layer_name(n)
             if g not in self.layers:
                 self.layers.append(g)
@@ -144,7 +146,7 @@ class GradMonitor:
         handles = [
             m.register_forward_hook(hook(n))
             for n, m in self.model.named_modules()
-            if n and not any(True for _ in m.children())
+            if n and not any(True for _c in m.children())
         ]
         try:
             with torch.no_grad():
@@ -154,8 +156,8 @@ class GradMonitor:
                 h.remove()
         if not flags:
             return None
-        ok = torch.stack([f for _, f in flags]).tolist()
-        for (name, _), good in zip(flags, ok):
+        ok = torch.stack([f for _name, f in flags]).tolist()
+        for (name, _flag), good in zip(flags, ok):
             if not good:
                 return name
         return None
@@ -183,20 +185,36 @@ class GradMonitor:
 def report(v: dict[str, Any] | None) -> str:
     """Human-readable form of `GradMonitor.verdict()` (also stored in `History.verdict`)."""
     if not v:
-        return "monitoring was off"
+        return _("monitoring was off")
     lines = []
     if v["first_spike"]:
         s = v["first_spike"]
         lines.append(
-            f"first gradient spike at step {s['step']} in {s['layer']}: norm {s['norm']:.3g} = "
-            f"{s['factor']:.1f}x its moving baseline {s['baseline']:.3g}; batch ids {s['ids'][:4]}"
-            f"{'...' if len(s['ids']) > 4 else ''}, source lengths max {max(s['source_lengths'], default=0)}"
+            _(
+                "first gradient spike at step {step} in {layer}: norm {norm:.3g} = {factor:.1f}x its moving "
+                "baseline {baseline:.3g}; batch ids {ids}{more}, source lengths max {max_len}"
+            ).format(
+                step=s["step"],
+                layer=s["layer"],
+                norm=s["norm"],
+                factor=s["factor"],
+                baseline=s["baseline"],
+                ids=s["ids"][:4],
+                more="..." if len(s["ids"]) > 4 else "",
+                max_len=max(s["source_lengths"], default=0),
+            )
         )
     if v["first_nonfinite"]:
         n = v["first_nonfinite"]
         lines.append(
-            f"first non-finite {n['where']} at step {n['step']}: first module with inf/NaN output "
-            f"{n['module'] or '(none in forward: it arose in backward)'}; layers with non-finite grads "
-            f"{n['grad_layers'][:3]}"
+            _(
+                "first non-finite {where} at step {step}: first module with inf/NaN output {module}; "
+                "layers with non-finite grads {layers}"
+            ).format(
+                where=n["where"],
+                step=n["step"],
+                module=n["module"] or _("(none in forward: it arose in backward)"),
+                layers=n["grad_layers"][:3],
+            )
         )
-    return "\n".join(lines) or "no gradient spikes and no non-finite values"
+    return "\n".join(lines) or _("no gradient spikes and no non-finite values")

@@ -19,6 +19,7 @@ import html
 from collections import defaultdict
 from pathlib import Path
 
+from labkit.i18n import N_, _
 from labkit.jsonl import read_jsonl
 
 MAX_CHARS = 2500  # per side: diffs of whole crawled pages are unreadable and slow
@@ -28,6 +29,16 @@ _STYLE = (
     ".lkv ins{background:#dfd;color:#060;text-decoration:none}.lkv td{vertical-align:top;width:50%}"
     ".lkv .meta{color:#555;margin:4px 0}</style>"
 )
+
+
+# a group's key ("reason: <code>" / "fix: <code>") is a value (`widget(start=...)`); only its display is translated
+_GROUP_LABELS = {"reason": N_("reason: {code}"), "fix": N_("fix: {code}")}
+
+
+def _group_label(group: str) -> str:
+    """A group's key as the learner reads it (the reason or fix code itself stays as the pipeline wrote it)."""
+    kind, sep, code = group.partition(": ")
+    return _(_GROUP_LABELS[kind]).format(code=code) if sep and kind in _GROUP_LABELS else group
 
 
 def _read_rows(path: Path) -> list[dict]:
@@ -86,7 +97,7 @@ class CleaningViewer:
         """What the pipeline read: a reject's stored original, or a kept record re-read from its file."""
         if "reason" in row:
             return _as_text(row.get("original")) or (
-                f"[raw bytes, base64] {row['raw_b64'][:400]}" if row.get("raw_b64") else ""
+                _("[raw bytes, base64]") + f" {row['raw_b64'][:400]}" if row.get("raw_b64") else ""
             )
         path = row["source"].rsplit(":", 1)[0] if not Path(row["source"]).exists() else row["source"]
         if path not in self._files:
@@ -100,7 +111,7 @@ class CleaningViewer:
     @staticmethod
     def after(row: dict) -> str:
         if "reason" in row:
-            return f"[rejected: {row['reason']}] {row.get('detail', '')}"
+            return _("[rejected: {reason}]").format(reason=row["reason"]) + f" {row.get('detail', '')}"
         return f"title: {row['title']}\nbody: {row['body']}"
 
     def record_html(self, group: str, i: int) -> str:
@@ -110,11 +121,13 @@ class CleaningViewer:
             left, right = html.escape(self.before(row)[:MAX_CHARS]), html.escape(self.after(row))
         else:
             left, right = diff_html(self.before(row), self.after(row))
-        fixes = ", ".join(row.get("fixes") or []) or "none"
+        fixes = ", ".join(row.get("fixes") or []) or _("none")
+        where = _("record {i} of {n}").format(i=i + 1, n=len(rows))
+        fixed = _("fixes: {fixes}").format(fixes=html.escape(fixes))
         return (
-            f"{_STYLE}<div class='lkv'><div class='meta'><b>{html.escape(group)}</b> — record {i + 1} of "
-            f"{len(rows)} · id <code>{html.escape(str(row['id']))}</code> · fixes: {html.escape(fixes)}</div>"
-            f"<table><tr><th>before (as read)</th><th>after (as written)</th></tr>"
+            f"{_STYLE}<div class='lkv'><div class='meta'><b>{html.escape(_group_label(group))}</b> — {where} · "
+            f"id <code>{html.escape(str(row['id']))}</code> · {fixed}</div>"
+            f"<table><tr><th>{_('before (as read)')}</th><th>{_('after (as written)')}</th></tr>"
             f"<tr><td><pre>{left}</pre></td><td><pre>{right}</pre></td></tr></table></div>"
         )
 
@@ -122,12 +135,15 @@ class CleaningViewer:
     def to_html(self, per_group: int = 2) -> str:
         """Static view: the first `per_group` records of every group (no kernel needed)."""
         parts = [
-            f"<h4>Cleaning run: {sum(len(v) for v in self.groups.values())} records in "
-            f"{len(self.groups)} groups (static view)</h4>"
+            "<h4>"
+            + _("Cleaning run: {records} records in {groups} groups (static view)").format(
+                records=sum(len(v) for v in self.groups.values()), groups=len(self.groups)
+            )
+            + "</h4>"
         ]
         for g, rows in self.groups.items():
             body = "".join(self.record_html(g, i) for i in range(min(per_group, len(rows))))
-            parts.append(f"<details><summary>{html.escape(g)} ({len(rows)})</summary>{body}</details>")
+            parts.append(f"<details><summary>{html.escape(_group_label(g))} ({len(rows)})</summary>{body}</details>")
         return "".join(parts)
 
     def widget(self, start: str | None = None):
@@ -135,18 +151,18 @@ class CleaningViewer:
         import ipywidgets as W
 
         if not self.groups:
-            return W.HTML("<i>nothing to show: the run wrote no records</i>")
+            return W.HTML("<i>" + _("nothing to show: the run wrote no records") + "</i>")
         names = list(self.groups)
         pick = W.Dropdown(
-            options=[(f"{g} ({len(self.groups[g])})", g) for g in names],
+            options=[(f"{_group_label(g)} ({len(self.groups[g])})", g) for g in names],
             value=start if start in self.groups else names[0],
-            description="show",
+            description=_("show"),
         )
-        slider = W.IntSlider(min=1, max=len(self.groups[pick.value]), value=1, description="record")
-        prev, nxt = W.Button(description="◀ prev"), W.Button(description="next ▶")
+        slider = W.IntSlider(min=1, max=len(self.groups[pick.value]), value=1, description=_("record"))
+        prev, nxt = W.Button(description=_("◀ prev")), W.Button(description=_("next ▶"))
         view = W.HTML()
 
-        def render(*_):
+        def render(*_args):
             view.value = self.record_html(pick.value, slider.value - 1)
 
         def regroup(change):
@@ -155,8 +171,8 @@ class CleaningViewer:
 
         pick.observe(regroup, names="value")
         slider.observe(render, names="value")
-        prev.on_click(lambda _: setattr(slider, "value", max(1, slider.value - 1)))
-        nxt.on_click(lambda _: setattr(slider, "value", min(slider.max, slider.value + 1)))
+        prev.on_click(lambda _b: setattr(slider, "value", max(1, slider.value - 1)))
+        nxt.on_click(lambda _b: setattr(slider, "value", min(slider.max, slider.value + 1)))
         render()
         return W.VBox([W.HBox([pick, prev, nxt, slider]), view])
 
