@@ -31,6 +31,8 @@ import sys
 import traceback
 from pathlib import Path
 
+from labkit.i18n import _
+
 SCRIPT_MODULE = "learner_script"
 RECORDS = "records.jsonl"
 
@@ -94,7 +96,7 @@ class Instruments:
 
         def __iter__(loader):
             it = original(loader)
-            root, _ = inst._root(loader.dataset, [])
+            root = inst._root(loader.dataset, [])[0]
             try:
                 size = len(root)
             except TypeError:  # an iterable dataset: no indices to audit
@@ -306,7 +308,9 @@ def main(argv=None) -> int:
         mod = load_script(script)
         entry = getattr(mod, args.entry, None)
         if not callable(entry):
-            raise AttributeError(f"the script defines no function {args.entry}(...): keep it, the check calls it")
+            raise AttributeError(
+                _("the script defines no function {entry}(...): keep it, the check calls it").format(entry=args.entry)
+            )
         report.progress("train")
         returned = entry(**json.loads(args.kwargs))
     except BaseException as exc:  # noqa: BLE001 -- the learner's failure is a fact to report, not a crash
@@ -315,7 +319,10 @@ def main(argv=None) -> int:
         except Exception:  # noqa: BLE001 -- the error is what matters; partial facts are a bonus
             facts = {}
         report.save(error=_error(exc, script), **facts)
-        print(f"[harness] the script raised {type(exc).__name__}: {exc}", flush=True)
+        print(
+            "[harness] " + _("the script raised {error}: {message}").format(error=type(exc).__name__, message=exc),
+            flush=True,
+        )
         os._exit(1)  # at once: a peer waiting in a collective is stopped by the launcher, not waited for
     inst.uninstall()
     facts = inst.facts(returned)

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from labkit.exercises import UNANSWERED, fail, passed
+from labkit.i18n import _
 
 HARNESS = "labkit.exercises.harness"
 TIMEOUT_S = 150.0  # per check: a learner's script that hangs (a collective one rank never reaches) is stopped
@@ -95,7 +96,9 @@ def source(exercise_id: str) -> str:
     """The shipped (broken) script's text."""
     path = script_path(exercise_id)
     if not path.exists():
-        raise FileNotFoundError(f"{path} is missing: the exercise scripts ship in data_samples/scripts/")
+        raise FileNotFoundError(
+            _("{path} is missing: the exercise scripts ship in data_samples/scripts/").format(path=path)
+        )
     return path.read_text(encoding="utf-8")
 
 
@@ -103,7 +106,11 @@ def show(exercise_id: str) -> str:
     """Print the script with line numbers (and return its text)."""
     text = source(exercise_id)
     ex = exercise(exercise_id)
-    print(f"# {script_path(exercise_id)}  ({ex.notebook}: find the pitfall, repair it, keep main(...))")
+    print(
+        _("# {path}  ({notebook}: find the pitfall, repair it, keep main(...))").format(
+            path=script_path(exercise_id), notebook=ex.notebook
+        )
+    )
     for i, line in enumerate(text.splitlines(), start=1):
         print(f"{i:3d}  {line}")
     return text
@@ -120,7 +127,7 @@ def cell_text(exercise_id: str) -> str:
     lines = source(exercise_id).rstrip("\n").splitlines()
     cut = next((i for i, line in enumerate(lines) if line.startswith("if __name__ == ")), len(lines))
     body = "\n".join(lines[:cut]).rstrip("\n")
-    return f"{body}\n\n\n{answer_name(exercise_id)} = main  # the check runs this main\n"
+    return f"{body}\n\n\n{answer_name(exercise_id)} = main  # {_('the check runs this main')}\n"
 
 
 def load(exercise_id: str) -> None:
@@ -135,7 +142,12 @@ def load(exercise_id: str) -> None:
     if shell is None:
         print(text)
         return
-    head = f"# {exercise(exercise_id).script}: find this notebook's pitfall, repair it here, run the cell, then the check\n"
+    head = (
+        _("# {script}: find this notebook's pitfall, repair it here, run the cell, then the check").format(
+            script=exercise(exercise_id).script
+        )
+        + "\n"
+    )
     shell.set_next_input(head + text, replace=True)
 
 
@@ -158,7 +170,11 @@ def answer_source(answer: Any) -> tuple[str, str]:
     if isinstance(answer, Path) or (isinstance(answer, str) and "\n" not in answer and answer.strip().endswith(".py")):
         path = Path(answer)
         if not path.exists():
-            fail(f"{path} does not exist: pass the repaired script's path, its text, or its main function")
+            fail(
+                _("{path} does not exist: pass the repaired script's path, its text, or its main function").format(
+                    path=path
+                )
+            )
         text = path.read_text(encoding="utf-8")
     elif isinstance(answer, str):
         text = answer
@@ -172,17 +188,25 @@ def answer_source(answer: Any) -> tuple[str, str]:
         # a notebook cell's code is cached under its cell file name: the whole cell, not only the function
         text = "".join(linecache.getlines(filename)) if filename else ""
         if not text.strip():
-            fail(f"cannot read the source of {answer!r}: pass the repaired script's text or its path instead")
+            fail(
+                _("cannot read the source of {answer}: pass the repaired script's text or its path instead").format(
+                    answer=repr(answer)
+                )
+            )
     else:
-        fail(f"expected the repaired script (its main function, its text or its path), got {type(answer).__name__}")
+        fail(
+            _("expected the repaired script (its main function, its text or its path), got {type}").format(
+                type=type(answer).__name__
+            )
+        )
     if _is_placeholder(text):
-        fail(UNANSWERED + " (transfer.load(...) puts the script into the cell)")
+        fail(_(UNANSWERED) + _(" (transfer.load(...) puts the script into the cell)"))
     try:
         tree = ast.parse(text)
     except SyntaxError as exc:
-        fail(f"your script does not parse: line {exc.lineno}: {exc.msg}")
+        fail(_("your script does not parse: line {line}: {error}").format(line=exc.lineno, error=exc.msg))
     if not any(isinstance(n, ast.FunctionDef) and n.name == entry for n in tree.body):
-        fail(f"the script has no top-level `def {entry}(...)`: keep it -- the check calls it")
+        fail(_("the script has no top-level `def {entry}(...)`: keep it -- the check calls it").format(entry=entry))
     return text, entry
 
 
@@ -222,7 +246,7 @@ def run_fix(exercise_id: str, answer: Any, *, timeout_s: float = TIMEOUT_S, keep
             run.ranks, run.log = exc.result.ranks, exc.result.log
             run.timeout = str(exc).split(";")[0]
         except LaunchError as exc:
-            run.ranks, _ = read_reports(out)
+            run.ranks = read_reports(out)[0]
             run.not_started = str(exc)
         if (out / "records.jsonl").exists():
             from labkit.jsonl import read_jsonl
@@ -237,22 +261,32 @@ def run_fix(exercise_id: str, answer: Any, *, timeout_s: float = TIMEOUT_S, keep
 def _ran(run: Run) -> None:
     """Fail with the learner's error when the script did not run to the end on every process."""
     if run.not_started:
-        fail(f"the check could not start its processes (not your script's fault): {run.not_started}")
+        fail(
+            _("the check could not start its processes (not your script's fault): {reason}").format(
+                reason=run.not_started
+            )
+        )
     if run.errors:
         rank, err = next(iter(run.errors.items()))
-        where = f" at line {err['line']} (`{err['code']}`)" if err.get("line") else ""
-        who = f" on rank {rank}" if run.exercise.nproc > 1 else ""
-        fail(f"your script raised {err['type']}{who}{where}: {err['message']}")
+        where = _(" at line {line} (`{code}`)").format(line=err["line"], code=err["code"]) if err.get("line") else ""
+        who = _(" on rank {rank}").format(rank=rank) if run.exercise.nproc > 1 else ""
+        fail(
+            _("your script raised {error}{who}{where}: {message}").format(
+                error=err["type"], who=who, where=where, message=err["message"]
+            )
+        )
     if run.timeout:
         fail(
-            f"your script did not finish: {run.timeout}. A rank waiting in a collective (all_reduce, barrier, DDP's "
-            "backward) that another rank never reaches hangs forever"
+            _(
+                "your script did not finish: {timeout}. A rank waiting in a collective (all_reduce, barrier, DDP's "
+                "backward) that another rank never reaches hangs forever"
+            ).format(timeout=run.timeout)
         )
     if not run.ok:
-        fail(f"your script's processes did not complete (the last lines: {run.tail()!r})")
+        fail(_("your script's processes did not complete (the last lines: {tail})").format(tail=repr(run.tail())))
     missing = [r for r in range(run.exercise.nproc) if r not in run.ranks]
     if missing:
-        fail(f"rank(s) {missing} never reported: did the script exit early?")
+        fail(_("rank(s) {missing} never reported: did the script exit early?").format(missing=missing))
 
 
 def check_fix(exercise_id: str, answer: Any, *, timeout_s: float = TIMEOUT_S) -> bool:
@@ -277,8 +311,10 @@ def _data_audit(run: Run) -> dict:
     ranks = _audit_input(run)
     if not all(len(r["samples"]) >= 2 for r in ranks.values()):
         fail(
-            "the check saw fewer than 2 epochs of a DataLoader on some rank: keep one DataLoader pass over the "
-            "examples per epoch (the data audit reads the indices it hands out)"
+            _(
+                "the check saw fewer than 2 epochs of a DataLoader on some rank: keep one DataLoader pass over the "
+                "examples per epoch (the data audit reads the indices it hands out)"
+            )
         )
     return audit.data_audit(ranks)
 
@@ -299,35 +335,45 @@ def grade_05(run: Run) -> bool:
     n_changed, n_bounds = a["order_changes"]
     if a["overlap_pct"] >= 99.9 and a["work_factor"] >= world - 1e-9:
         fail(
-            f"the data audit: overlap {a['overlap_pct']:.0f} %, work factor {a['work_factor']:.1f} -- every rank "
-            "trained on every example, so the ranks repeat each other's work. Give each rank its own shard: "
-            "DistributedSampler(dataset, num_replicas=world, rank=rank, seed=seed)"
+            _(
+                "the data audit: overlap {overlap:.0f} %, work factor {work_factor:.1f} -- every rank trained on every "
+                "example, so the ranks repeat each other's work. Give each rank its own shard: "
+                "DistributedSampler(dataset, num_replicas=world, rank=rank, seed=seed)"
+            ).format(overlap=a["overlap_pct"], work_factor=a["work_factor"])
         )
     if a["overlap_pct"] > 0 or a["missing"] > 0:
         e = _first_bad_epoch(a, "overlap_pct")
         fail(
-            f"the data audit: in epoch {e['epoch']} the ranks' shards overlap ({e['overlap_pct']:.0f} % of the examples "
-            f"seen were seen by more than one rank) and {e['missing']} of {a['dataset_size']} examples were never "
-            "seen. Each rank shuffled with its own seed, so 'every N-th example of my shuffle' is not a partition: "
-            "shuffle with the same seed on every rank (plus the epoch), or use DistributedSampler + set_epoch"
+            _(
+                "the data audit: in epoch {epoch} the ranks' shards overlap ({overlap:.0f} % of the examples seen were "
+                "seen by more than one rank) and {missing} of {size} examples were never seen. Each rank shuffled "
+                "with its own seed, so 'every N-th example of my shuffle' is not a partition: shuffle with the same "
+                "seed on every rank (plus the epoch), or use DistributedSampler + set_epoch"
+            ).format(epoch=e["epoch"], overlap=e["overlap_pct"], missing=e["missing"], size=a["dataset_size"])
         )
     if n_changed == 0:
         fail(
-            f"the data audit: disjoint and complete, but the order changed at 0 of {n_bounds} epoch boundaries -- "
-            "every epoch replays the same order. Put the epoch into the shuffle's seed (DistributedSampler: "
-            "sampler.set_epoch(epoch) at the start of every epoch)"
+            _(
+                "the data audit: disjoint and complete, but the order changed at 0 of {boundaries} epoch boundaries -- "
+                "every epoch replays the same order. Put the epoch into the shuffle's seed (DistributedSampler: "
+                "sampler.set_epoch(epoch) at the start of every epoch)"
+            ).format(boundaries=n_bounds)
         )
     if n_changed < n_bounds:
         fail(
-            f"the data audit: the order changed at only {n_changed} of {n_bounds} (rank x epoch) boundaries: "
-            "reshuffle at the start of every epoch, before the epoch's batches are drawn"
+            _(
+                "the data audit: the order changed at only {changed} of {boundaries} (rank x epoch) boundaries: "
+                "reshuffle at the start of every epoch, before the epoch's batches are drawn"
+            ).format(changed=n_changed, boundaries=n_bounds)
         )
     rep = _replicas(run)
     if not rep["identical"].get("final", True):
-        fail("the data split is right now, but the replicas differ after training: keep the model wrapped in DDP")
+        fail(_("the data split is right now, but the replicas differ after training: keep the model wrapped in DDP"))
     return passed(
-        f"the data audit: overlap 0 %, coverage {a['coverage_pct']:.0f} %, the order changed at {n_changed} of "
-        f"{n_bounds} epoch boundaries; replicas identical after training"
+        _(
+            "the data audit: overlap 0 %, coverage {coverage:.0f} %, the order changed at {changed} of {boundaries} "
+            "epoch boundaries; replicas identical after training"
+        ).format(coverage=a["coverage_pct"], changed=n_changed, boundaries=n_bounds)
     )
 
 
@@ -353,7 +399,10 @@ def prepare_02(out: Path) -> dict:
 
 def _shown(record: dict, n: int = 50) -> str:
     title, body = str(record.get("title") or ""), str(record.get("body") or "")
-    return f"title {title[:n]!r}{'...' if len(title) > n else ''}, body {body[:n]!r}{'...' if len(body) > n else ''}"
+    return _("title {title}, body {body}").format(
+        title=repr(title[:n]) + ("..." if len(title) > n else ""),
+        body=repr(body[:n]) + ("..." if len(body) > n else ""),
+    )
 
 
 def cleaning_audit(records: list[dict]) -> dict:
@@ -376,30 +425,30 @@ def _damage_hint(records: list[dict], damaged: list[int], n: int) -> str:
 
     flags = ins.noise_flags([records[i] for i in damaged])
     kinds = {
-        "U+FFFD": (
+        "U+FFFD": _(
             "U+FFFD where bytes were thrown away: decoding every file as UTF-8 with errors='replace' destroys "
             "GBK/Big5/UTF-16 text -- decode by the real encoding (BOM, strict UTF-8, a detector) and reject what "
             "still carries U+FFFD"
         ),
-        "mojibake": ("UTF-8 read as latin-1 (æ–°é—») that nobody repaired -- ftfy undoes it (labkit.cleaning.repair)"),
-        "control chars": "control characters -- strip them",
+        "mojibake": _("UTF-8 read as latin-1 (æ–°é—») that nobody repaired -- ftfy undoes it (labkit.cleaning.repair)"),
+        "control chars": _("control characters -- strip them"),
     }
     counts = {k: int(flags[k].sum()) for k in kinds}
     order = sorted((k for k in kinds if counts[k]), key=lambda k: -counts[k])
     first = next(i for i, row in zip(damaged, flags[order[0]]) if row)
-    parts = "; ".join(f"{counts[k]} with {kinds[k]}" for k in order)
-    return (
-        f"{len(damaged)} of {n} records carry damaged text, e.g. {_shown(records[first])}: {parts}. labkit.cleaning "
-        "does all of it (clean_paths, or readers + validate.clean_record)"
-    )
+    parts = _("; ").join(_("{count} with {kind}").format(count=counts[k], kind=kinds[k]) for k in order)
+    return _(
+        "{damaged} of {n} records carry damaged text, e.g. {example}: {parts}. labkit.cleaning does all of it "
+        "(clean_paths, or readers + validate.clean_record)"
+    ).format(damaged=len(damaged), n=n, example=_shown(records[first]), parts=parts)
 
 
 def grade_02(run: Run) -> bool:
     records = run.context.get("records")
     if records is None:
-        fail("main(...) must return the records it trained on: a list of dicts with 'title' and 'body'")
+        fail(_("main(...) must return the records it trained on: a list of dicts with 'title' and 'body'"))
     if not records:
-        fail("your loader kept no record at all: a cleaner that throws everything away is not a cleaner")
+        fail(_("your loader kept no record at all: a cleaner that throws everything away is not a cleaner"))
     a = cleaning_audit(records)
     n, limit = a["records"], max(1, int(MAX_BAD_SHARE * a["records"]))
     if len(a["mojibake"]) > limit:
@@ -407,30 +456,45 @@ def grade_02(run: Run) -> bool:
     if len(a["markup"]) > limit:
         r = records[a["markup"][0]]
         fail(
-            f"{len(a['markup'])} of {n} records still carry script/style code or tags, e.g. {_shown(r)}. The "
-            "regex <script.*?>.*?</script> has no re.DOTALL and no re.IGNORECASE: multi-line and <SCRIPT> blocks "
-            "slip through. Extract the text with an HTML parser (or labkit.cleaning)"
+            _(
+                "{count} of {n} records still carry script/style code or tags, e.g. {example}. The regex "
+                "<script.*?>.*?</script> has no re.DOTALL and no re.IGNORECASE: multi-line and <SCRIPT> blocks slip "
+                "through. Extract the text with an HTML parser (or labkit.cleaning)"
+            ).format(count=len(a["markup"]), n=n, example=_shown(r))
         )
     if len(a["outliers"]) > limit:
         kinds = sorted(set(a["outliers"].values()))
         i = next(iter(a["outliers"]))
         fail(
-            f"{len(a['outliers'])} of {n} records have fields out of shape ({', '.join(kinds)}; titles must be 10-60 "
-            f"characters, bodies at least 50), e.g. {_shown(records[i])}. A CSV row with a column too many or too "
-            "few shifts every field (the title becomes a category or the body, the body a URL), and a swapped row "
-            "puts the body in the title: check each row's fields (reject misaligned rows, swap back swapped ones) "
-            "and reject titles that are missing, too short or too long"
+            _(
+                "{count} of {n} records have fields out of shape ({kinds}; titles must be 10-60 characters, bodies at "
+                "least 50), e.g. {example}. A CSV row with a column too many or too few shifts every field (the title "
+                "becomes a category or the body, the body a URL), and a swapped row puts the body in the title: check "
+                "each row's fields (reject misaligned rows, swap back swapped ones) and reject titles that are "
+                "missing, too short or too long"
+            ).format(count=len(a["outliers"]), n=n, kinds=", ".join(kinds), example=_shown(records[i]))
         )
     want = run.context.get("n_clean", 0)
     if n < MIN_KEPT * want:
         fail(
-            f"clean now, but your loader kept only {n} records where a correct cleaner keeps {want}: it throws away "
-            "good data (a whole container, or every record with a repairable defect)"
+            _(
+                "clean now, but your loader kept only {n} records where a correct cleaner keeps {want}: it throws away "
+                "good data (a whole container, or every record with a repairable defect)"
+            ).format(n=n, want=want)
         )
     return passed(
-        f"the cleaning audit on the {n} records you trained on: {len(a['mojibake'])} with mojibake/U+FFFD, "
-        f"{len(a['markup'])} with script/markup, {len(a['outliers'])} with fields out of shape; a correct cleaner "
-        f"keeps {want} of this crawl's {run.context.get('n_records')} records"
+        _(
+            "the cleaning audit on the {n} records you trained on: {mojibake} with mojibake/U+FFFD, {markup} with "
+            "script/markup, {outliers} with fields out of shape; a correct cleaner keeps {want} of this crawl's "
+            "{records} records"
+        ).format(
+            n=n,
+            mojibake=len(a["mojibake"]),
+            markup=len(a["markup"]),
+            outliers=len(a["outliers"]),
+            want=want,
+            records=run.context.get("n_records"),
+        )
     )
 
 
@@ -455,7 +519,7 @@ def _id_overlap(run: Run) -> dict:
 
     ranks = {r: {"samples": rep.get("sample_ids") or []} for r, rep in sorted(run.ranks.items())}
     if not all(ranks[r]["samples"] and all(i is not None for e in ranks[r]["samples"] for i in e) for r in ranks):
-        fail("the check saw no examples drawn from a DataLoader on some rank: keep the DataLoader over the examples")
+        fail(_("the check saw no examples drawn from a DataLoader on some rank: keep the DataLoader over the examples"))
     union = len({i for v in ranks.values() for e in v["samples"] for i in e})
     return audit.data_audit({r: {"samples": v["samples"], "dataset_size": union} for r, v in ranks.items()})
 
@@ -475,55 +539,71 @@ def grade_04(run: Run) -> bool:
     la = audit.launch_audit(_joined(run))
     inited = [bool((rep.get("joined") or {}).get("initialized")) for rep in run.ranks.values()]
     if not any(inited):
-        alone = (
-            f"the launch audit: {la['processes']} processes started and each one is alone -- world size "
-            f"{la['world_size']}, ranks seen {la['ranks_seen']}, no process group"
-        )
+        alone = _(
+            "the launch audit: {processes} processes started and each one is alone -- world size {world_size}, ranks "
+            "seen {ranks_seen}, no process group"
+        ).format(processes=la["processes"], world_size=la["world_size"], ranks_seen=la["ranks_seen"])
         if _id_overlap(run)["overlap_pct"] == 0:
             fail(
-                f"{alone}. Each process now takes its own half of the data, but nothing called init_process_group: "
-                "that is two single-process runs. Call torch.distributed.init_process_group(...) (it reads RANK and "
-                "WORLD_SIZE from torchrun's environment) and wrap the model in DistributedDataParallel"
+                _(
+                    "{alone}. Each process now takes its own half of the data, but nothing called init_process_group: "
+                    "that is two single-process runs. Call torch.distributed.init_process_group(...) (it reads RANK "
+                    "and WORLD_SIZE from torchrun's environment) and wrap the model in DistributedDataParallel"
+                ).format(alone=alone)
             )
         fail(
-            f"{alone}. torchrun passes no --local_rank (it stays 0 in every process) and nothing called "
-            "init_process_group: read LOCAL_RANK (RANK, WORLD_SIZE) from the environment and call "
-            "torch.distributed.init_process_group(...) before building the model"
+            _(
+                "{alone}. torchrun passes no --local_rank (it stays 0 in every process) and nothing called "
+                "init_process_group: read LOCAL_RANK (RANK, WORLD_SIZE) from the environment and call "
+                "torch.distributed.init_process_group(...) before building the model"
+            ).format(alone=alone)
         )
     if not la["distributed"]:
         fail(
-            f"the launch audit: world size {la['world_size']}, ranks seen {la['ranks_seen']}: the processes did not "
-            "join one process group of 2 -- let init_process_group read RANK/WORLD_SIZE from torchrun's environment"
+            _(
+                "the launch audit: world size {world_size}, ranks seen {ranks_seen}: the processes did not join one "
+                "process group of 2 -- let init_process_group read RANK/WORLD_SIZE from torchrun's environment"
+            ).format(world_size=la["world_size"], ranks_seen=la["ranks_seen"])
         )
     data = _id_overlap(run)
     if data["overlap_pct"] > 0:
         fail(
-            f"one process group now, but the ranks trained on the same examples (overlap {data['overlap_pct']:.0f} %): "
-            "the shard still comes from --local_rank, which is 0 in every process under torchrun. Take the rank "
-            "from the process group (dist.get_rank()) or the environment, or use a DistributedSampler"
+            _(
+                "one process group now, but the ranks trained on the same examples (overlap {overlap:.0f} %): the "
+                "shard still comes from --local_rank, which is 0 in every process under torchrun. Take the rank from "
+                "the process group (dist.get_rank()) or the environment, or use a DistributedSampler"
+            ).format(overlap=data["overlap_pct"])
         )
     rep = _replicas(run)
     if not rep["identical"].get("first_forward", True):
         fail(
-            "the replica audit: the models differ already at the first forward pass -- wrap the model in "
-            "DistributedDataParallel (it broadcasts rank 0's weights) before training"
+            _(
+                "the replica audit: the models differ already at the first forward pass -- wrap the model in "
+                "DistributedDataParallel (it broadcasts rank 0's weights) before training"
+            )
         )
     if not rep["identical"].get("final", False):
         fail(
-            "the replica audit: the two models differ after training -- each process trained its own copy. Wrap "
-            "the model in DistributedDataParallel (after moving it to this rank's device) so every step averages "
-            "the gradients of all ranks"
+            _(
+                "the replica audit: the two models differ after training -- each process trained its own copy. Wrap "
+                "the model in DistributedDataParallel (after moving it to this rank's device) so every step averages "
+                "the gradients of all ranks"
+            )
         )
     placed = _doctor(run.source, ("model_not_on_device", "legacy_launch"))
     if placed:
         f = placed[0]
         fail(
-            f"it runs right on CPU, but labkit doctor script finds line {f.line}: {f.message} -- on a GPU node every "
-            f"rank would pile onto one card. Fix: {f.fix}"
+            _(
+                "it runs right on CPU, but labkit doctor script finds line {line}: {message} -- on a GPU node every "
+                "rank would pile onto one card. Fix: {fix}"
+            ).format(line=f.line, message=f.message, fix=f.fix)
         )
     return passed(
-        f"the launch audit: world size {la['world_size']}, ranks {la['ranks_seen']}, backend {la['backend']}; "
-        "disjoint shards; the replica audit: identical at the first forward pass and after training"
+        _(
+            "the launch audit: world size {world_size}, ranks {ranks_seen}, backend {backend}; disjoint shards; the "
+            "replica audit: identical at the first forward pass and after training"
+        ).format(world_size=la["world_size"], ranks_seen=la["ranks_seen"], backend=la["backend"])
     )
 
 
@@ -534,34 +614,46 @@ def grade_07(run: Run) -> bool:
     la = audit.launch_audit(_joined(run))
     if not la["distributed"]:
         fail(
-            f"the launch audit: world size {la['world_size']}, ranks seen {la['ranks_seen']}: keep "
-            "init_process_group -- the ranks must form one process group of 2"
+            _(
+                "the launch audit: world size {world_size}, ranks seen {ranks_seen}: keep init_process_group -- the "
+                "ranks must form one process group of 2"
+            ).format(world_size=la["world_size"], ranks_seen=la["ranks_seen"])
         )
     data = _id_overlap(run)
     if data["overlap_pct"] > 0:
         fail(
-            f"the data audit: the ranks' examples overlap ({data['overlap_pct']:.0f} %): keep the DistributedSampler "
-            "(and set_epoch) -- each rank trains on its own shard"
+            _(
+                "the data audit: the ranks' examples overlap ({overlap:.0f} %): keep the DistributedSampler (and "
+                "set_epoch) -- each rank trains on its own shard"
+            ).format(overlap=data["overlap_pct"])
         )
     rep = _replicas(run)
     if not rep["identical"].get("first_forward", True):
         fail(
-            "the replica audit: the ranks' models differ already at the first forward pass: build them from the same "
-            "seed, or let DistributedDataParallel broadcast rank 0's weights when it wraps the model"
+            _(
+                "the replica audit: the ranks' models differ already at the first forward pass: build them from the "
+                "same seed, or let DistributedDataParallel broadcast rank 0's weights when it wraps the model"
+            )
         )
     if not rep["identical"].get("final", False):
         warned = any("autograd kernel was not registered" in line for line in run.log)
         fail(
-            "the replica audit: the ranks' models start identical and differ after training -- every rank stepped "
-            "with the gradients of its own shard only. Averaging the loss *value* averages nothing that backward "
-            "sees: dist.all_reduce is not differentiable"
-            + (" (torch even warned: 'c10d::allreduce_: an autograd kernel was not registered')" if warned else "")
-            + ". Wrap the model in DistributedDataParallel (it all-reduces the gradients during backward), or "
-            "all-reduce every parameter's .grad and divide by the world size before optimizer.step()"
+            _(
+                "the replica audit: the ranks' models start identical and differ after training -- every rank "
+                "stepped with the gradients of its own shard only. Averaging the loss *value* averages nothing that "
+                "backward sees: dist.all_reduce is not differentiable"
+            )
+            + (_(" (torch even warned: 'c10d::allreduce_: an autograd kernel was not registered')") if warned else "")
+            + _(
+                ". Wrap the model in DistributedDataParallel (it all-reduces the gradients during backward), or "
+                "all-reduce every parameter's .grad and divide by the world size before optimizer.step()"
+            )
         )
     return passed(
-        f"the launch audit: one process group of {la['world_size']}; the data audit: disjoint shards; the replica "
-        "audit: identical at the first forward pass and after training -- the ranks trained one model"
+        _(
+            "the launch audit: one process group of {world_size}; the data audit: disjoint shards; the replica audit: "
+            "identical at the first forward pass and after training -- the ranks trained one model"
+        ).format(world_size=la["world_size"])
     )
 
 
@@ -576,13 +668,16 @@ def _monitor_line(verdict: dict | None) -> str:
         return ""
     nf, sp = verdict.get("first_nonfinite"), verdict.get("first_spike")
     if nf:
-        return f"the grad-norm monitor: the first non-finite {nf['where']} at step {nf['step']}"
+        return _("the grad-norm monitor: the first non-finite {where} at step {step}").format(
+            where=nf["where"], step=nf["step"]
+        )
     if not sp:
-        return "the grad-norm monitor saw no layer spike"
+        return _("the grad-norm monitor saw no layer spike")
     hostile = [i for i in sp.get("ids", []) if str(i).startswith("hostile")]
-    return (
-        f"the grad-norm monitor: the first spike at step {sp['step']} in {sp['layer']}, {sp['factor']:.0f}x its "
-        f"moving baseline" + (f", on a batch holding the crawl accident {hostile[0]}" if hostile else "")
+    return _(
+        "the grad-norm monitor: the first spike at step {step} in {layer}, {factor:.0f}x its moving baseline"
+    ).format(step=sp["step"], layer=sp["layer"], factor=sp["factor"]) + (
+        _(", on a batch holding the crawl accident {id}").format(id=hostile[0]) if hostile else ""
     )
 
 
@@ -593,8 +688,10 @@ def grade_06(run: Run) -> bool:
     steps, losses = rep.get("steps", []), rep.get("losses", [])
     if len(steps) < MIN_STEPS or not all("pre_clip_norm" in s for s in steps):
         fail(
-            f"the check saw {len(steps)} optimizer steps after loss.backward() (at least {MIN_STEPS} needed): keep "
-            "fit(...) running its steps -- backward, then optimizer.step()"
+            _(
+                "the check saw {steps} optimizer steps after loss.backward() (at least {min_steps} needed): keep "
+                "fit(...) running its steps -- backward, then optimizer.step()"
+            ).format(steps=len(steps), min_steps=MIN_STEPS)
         )
     bad = [i for i, x in enumerate(losses) if not math.isfinite(x)]
     unclipped = [s for s in steps if s["applied_norm"] > CLIP_LIMIT * 1.001]
@@ -603,33 +700,58 @@ def grade_06(run: Run) -> bool:
     if unclipped:
         worst = max(unclipped, key=lambda s: s["applied_norm"])
         fail(
-            f"the optimizer applied a gradient of norm {worst['applied_norm']:.3g} at step {worst['step']} "
-            f"({len(unclipped)} of {len(steps)} steps above {CLIP_LIMIT:g}){'; ' + monitor if monitor else ''}. "
-            "Nothing bounds what one bad batch (or the untrained model's first step) does to the weights: clip "
-            "between backward() and step(), at a norm that acts -- the recipe's "
-            "torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)"
+            _(
+                "the optimizer applied a gradient of norm {norm:.3g} at step {step} ({unclipped} of {steps} steps "
+                "above {limit:g}){monitor}. Nothing bounds what one bad batch (or the untrained model's first step) "
+                "does to the weights: clip between backward() and step(), at a norm that acts -- the recipe's "
+                "torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)"
+            ).format(
+                norm=worst["applied_norm"],
+                step=worst["step"],
+                unclipped=len(unclipped),
+                steps=len(steps),
+                limit=CLIP_LIMIT,
+                monitor=_("; ") + monitor if monitor else "",
+            )
         )
     lrs = [s["lr"] for s in steps]
     peak = max(lrs)
     if lrs[0] > 0.5 * peak:
         fail(
-            f"every gradient is clipped now, but the first optimizer step already ran at lr={lrs[0]:g}, the full "
-            f"learning rate (peak {peak:g}): Adam's first steps, with no history in its moment estimates, are the "
-            "largest and least informed. Warm up: e.g. LinearLR(optimizer, start_factor=0.01, total_iters=W) or a "
-            "LambdaLR ramp, stepped once per optimizer step"
+            _(
+                "every gradient is clipped now, but the first optimizer step already ran at lr={lr:g}, the full "
+                "learning rate (peak {peak:g}): Adam's first steps, with no history in its moment estimates, are the "
+                "largest and least informed. Warm up: e.g. LinearLR(optimizer, start_factor=0.01, total_iters=W) or "
+                "a LambdaLR ramp, stepped once per optimizer step"
+            ).format(lr=lrs[0], peak=peak)
         )
     if bad:
-        fail(f"clipped and warmed up, but the loss went non-finite at step {bad[0]}: {monitor}")
+        fail(
+            _("clipped and warmed up, but the loss went non-finite at step {step}: {monitor}").format(
+                step=bad[0], monitor=monitor
+            )
+        )
     if not large:
         fail(
-            f"no step produced a gradient above {CLIP_LIMIT:g} before clipping, so the check cannot see your clipping "
-            "act: keep the data as it was (the crawl accidents included) -- the repair belongs in the loop"
+            _(
+                "no step produced a gradient above {limit:g} before clipping, so the check cannot see your clipping "
+                "act: keep the data as it was (the crawl accidents included) -- the repair belongs in the loop"
+            ).format(limit=CLIP_LIMIT)
         )
     return passed(
-        f"{len(large)} of {len(steps)} steps had a gradient norm above {CLIP_LIMIT:g} before clipping (up to "
-        f"{max(s['pre_clip_norm'] for s in steps):.3g}); the optimizer applied at most "
-        f"{max(s['applied_norm'] for s in steps):.3g}; the learning rate rose from {lrs[0]:.2g} to {peak:.2g}; "
-        "the loss stayed finite"
+        _(
+            "{large} of {steps} steps had a gradient norm above {limit:g} before clipping (up to {max_pre:.3g}); the "
+            "optimizer applied at most {max_applied:.3g}; the learning rate rose from {lr_first:.2g} to {peak:.2g}; "
+            "the loss stayed finite"
+        ).format(
+            large=len(large),
+            steps=len(steps),
+            limit=CLIP_LIMIT,
+            max_pre=max(s["pre_clip_norm"] for s in steps),
+            max_applied=max(s["applied_norm"] for s in steps),
+            lr_first=lrs[0],
+            peak=peak,
+        )
     )
 
 
@@ -687,5 +809,9 @@ EXERCISES: dict[str, Exercise] = {
 def exercise(exercise_id: str) -> Exercise:
     key = str(exercise_id).strip().split(".")[0].zfill(2)
     if key not in EXERCISES:
-        raise KeyError(f"no find-and-fix exercise {exercise_id!r}: choose one of {sorted(EXERCISES)}")
+        raise KeyError(
+            _("no find-and-fix exercise {exercise}: choose one of {choices}").format(
+                exercise=repr(exercise_id), choices=sorted(EXERCISES)
+            )
+        )
     return EXERCISES[key]

@@ -29,6 +29,8 @@ import re
 import textwrap
 from pathlib import Path
 
+from labkit.i18n import _
+
 MARKER_LINE = re.compile(r"^\s*# \[/?[\w:.-]+\]\s*$")  # a marker comment line, hidden from what is shown
 
 
@@ -91,7 +93,7 @@ def source(target, marker: str | None = None, pattern: str | None = None, contex
     Marker comment lines are removed from the result and the text is dedented.
     """
     if isinstance(target, str):
-        mod, _, qual = target.partition(":")
+        mod, _colon, qual = target.partition(":")
         path = module_file(mod)
         text = path.read_text(encoding="utf-8")
         where = f"{mod}" + (f":{qual}" if qual else "")
@@ -157,8 +159,11 @@ def show_source(
     return text
 
 
-def show_diff(pitfall: str, fix: str, title: str | None = None, labels=("pitfall", "fix")) -> str:
-    """Display (and return) a unified diff from the pitfall's code to the fix's code (both plain text)."""
+def show_diff(pitfall: str, fix: str, title: str | None = None, labels=None) -> str:
+    """Display (and return) a unified diff from the pitfall's code to the fix's code (both plain text); `labels`
+    name the two sides in the diff's header (default: "pitfall" and "fix", in the course language)."""
+    if labels is None:
+        labels = (_("pitfall"), _("fix"))
     diff = "\n".join(difflib.unified_diff(pitfall.splitlines(), fix.splitlines(), *labels, lineterm="", n=3))
     if not diff:
         raise LookupError("pitfall and fix are identical: there is no change to show")
