@@ -10,7 +10,7 @@ import html
 import json
 from pathlib import Path
 
-from labkit.i18n import N_, _, claim
+from labkit.i18n import N_, _, claim, using
 
 KINDS = {"pitfall": N_("pitfall"), "fix": N_("fix")}  # the tag's text; the kind itself is a key
 STATUS_MARK = {"passed": "PASS", "failed": "FAIL", "skipped": "SKIP", "not run": "—"}
@@ -44,10 +44,12 @@ def _cell(x) -> str:
     return s.replace("\\", "\\\\").replace("|", "\\|").replace("\r\n", "\n").replace("\n", "<br>")
 
 
-def _name(e: dict, stem: str) -> str:
-    """An expectation's displayed name (in the course language), tagged with its kind (pitfall / fix) when it has one."""
-    text = claim(stem, e["name"])
-    return f"[{_(KINDS[e['kind']])}] {text}" if e.get("kind") else text
+def _name(e: dict, stem: str, lang: str | None = None) -> str:
+    """An expectation's displayed name (in `lang`, default the course language), tagged with its kind (pitfall /
+    fix) when it has one."""
+    with using(lang):
+        text = claim(stem, e["name"])
+        return f"[{_(KINDS[e['kind']])}] {text}" if e.get("kind") else text
 
 
 def _status(status: str) -> str:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from urllib.parse import quote
 
+from labkit.i18n import claim
 from labkit.report import _fmt, _name
 
 # pass/fail as the report marks them (glyphs every font has: ✔ ✘), coloured by the site's CSS
@@ -206,10 +207,12 @@ def run_box(page: Page, links: dict, lang: str = "en") -> str:
     rows = ["| " + " | ".join(t["claims_cols"]) + " |", "|---|---|---|---|"]
     for e in page.claims:
         rows.append(
-            f"| {MARK[bool(e['passed'])]} | {cell(_name(e))} | {cell(_fmt(e['observed']))} | {cell(e['expected'])} |"
+            f"| {MARK[bool(e['passed'])]} | {cell(_name(e, page.stem, lang))} | {cell(_fmt(e['observed']))} | {cell(e['expected'])} |"
         )
     for x in page.results.get("skipped", []):
-        rows.append(f"| {MARK[None]} | {cell(x['name'])} | — | {cell(t['skipped'].format(reason=x['reason']))} |")
+        rows.append(
+            f"| {MARK[None]} | {cell(claim(page.stem, x['name'], lang))} | — | {cell(t['skipped'].format(reason=x['reason']))} |"
+        )
     link_html = " · ".join(f'<a href="{html.escape(href)}">{html.escape(text)}</a>' for text, href in links.items())
     if not any(t["binder"] == k for k in links):
         link_html += " " + t["no_binder"]

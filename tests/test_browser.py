@@ -472,6 +472,12 @@ def test_the_chinese_edition_renders_in_chinese_and_its_check_hints_in_chinese(l
     plot_at = next(k for k, c in enumerate(learner.cells) if c.cell_type == "code" and "fig.suptitle(" in c.source)
     before = [k for k, c in enumerate(learner.cells[:plot_at]) if c.cell_type == "code" and "predict(" not in c.source]
 
+    # JupyterLab's own interface can be switched to 中文: the language pack (the `lab` extra) is served
+    url, token, _root = lab
+    with urllib.request.urlopen(f"{url}/lab/api/translations?token={token}", timeout=10) as r:
+        languages = json.load(r)["data"]
+    assert "zh_CN" in languages, f"jupyterlab-language-pack-zh-CN is not installed: {sorted(languages)}"
+
     page, errors = open_notebook(browser, lab, f"release_zh/notebooks/{name}")
     cells = page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell")
     try:

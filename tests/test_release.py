@@ -1,6 +1,6 @@
 """A workshop release works wherever it is copied (issue 18 item 1), and the solutions release (item 5).
 
-`labkit course workshop --out DIR` writes `DIR/.labkit-release.json`; `labkit.results.project_root()` stops at
+`labkit course workshop --out DIR` writes `DIR/.labkit-release.json`; `labkit.paths.project_root()` stops at
 the nearest release or checkout above the cwd, so a notebook run anywhere inside the release reads
 `DIR/data_samples/` and writes `DIR/runs/` -- proven here with an editable install (the unit tests) and with a
 wheel installed into a fresh venv outside any checkout (the slow test).
@@ -19,8 +19,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from labkit import results
-from labkit.results import RELEASE_MARKER, data_dir, project_root, runs_dir
+from labkit import paths
+from labkit.paths import RELEASE_MARKER, data_dir, project_root, runs_dir
 from labkit.workshop import agenda_exercises, cell_checksum, checks_of, read_marker
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -52,11 +52,11 @@ def test_project_root_never_answers_site_packages(tmp_path, monkeypatch):
     """A wheel install: the package's parent is site-packages; outside any root the cwd is the answer."""
     site = tmp_path / "venv" / "lib" / "python3.11" / "site-packages"
     (site / "labkit").mkdir(parents=True)
-    monkeypatch.setattr(results, "__file__", str(site / "labkit" / "results.py"))
+    monkeypatch.setattr(paths, "__file__", str(site / "labkit" / "paths.py"))
     (tmp_path / "somewhere").mkdir()
     monkeypatch.chdir(tmp_path / "somewhere")
     assert project_root() == (tmp_path / "somewhere").resolve()
-    monkeypatch.setattr(results, "__file__", str(ROOT / "labkit" / "results.py"))  # an editable install
+    monkeypatch.setattr(paths, "__file__", str(ROOT / "labkit" / "paths.py"))  # an editable install
     assert project_root() == ROOT
 
 
