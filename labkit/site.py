@@ -9,8 +9,9 @@ text around the notebooks comes from `labkit.site_pages`.  The site needs nothin
 server (`python -m http.server -d DIR`): no page loads anything from another host.
 
 Editions: English from `notebooks/`; a translated edition plugs in as `notebooks/<lang>/` with its run in
-`RUNS/<lang>/` (and its guides in `docs/<lang>/` when they exist), built into `DIR/<lang>/`; with more than one
-edition every page gets a language switch, with one there is none.
+`RUNS/<lang>/` (and its guides in `docs/<lang>/` when they exist), built into `DIR/<lang>/`, showing the notebooks
+that run executed (`labkit course run --lang zh_CN --out RUNS/zh_CN`); with more than one edition every page gets a
+language switch, with one there is none.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from pathlib import Path
 from labkit.atomic import publish
 from labkit.cli_errors import RunFailed, UsageError, existing_dir, writable_dir
 from labkit.course import NB_PATTERN, discover, select
+from labkit.i18n import using
 from labkit.report import collect, render_md
 from labkit.results import project_root
 from labkit.site_pages import (
@@ -298,13 +300,21 @@ def build(
     _require_tools()
     _check_out(out)
     eds = editions(root, runs, notebooks_dir, docs_dir)
-    pages = {ed.lang: read_pages(ed, root, only) for ed in eds}  # every refusal before anything is written
+    pages = {eds[0].lang: read_pages(eds[0], root, only)}  # every refusal before anything is written
+    for ed in eds[1:]:
+        # a translated edition shows what its own run executed (RUNS/<lang>/), of the notebooks selected; one whose
+        # run holds none of them is left out (and with it the language switch)
+        ran = [i.number for i in select(discover(ed.notebooks), only) if (ed.runs / i.stem / "status.json").is_file()]
+        if ran:
+            pages[ed.lang] = read_pages(ed, root, ran)
+    eds = [ed for ed in eds if ed.lang in pages]
     repo = repository(root, repo_url, ref)
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="labkit-site-") as tmp, publish(out, directory=True) as (stage,):
         for ed in eds:
             build_dir = Path(tmp) / ed.lang
-            src = write_sources(build_dir, ed, pages[ed.lang], root, repo, eds)
+            with using(ed.lang):  # the report page and the claims' text in the edition's language
+                src = write_sources(build_dir, ed, pages[ed.lang], root, repo, eds)
             sphinx(src, build_dir / "html", build_dir / "doctrees")  # myst-nb writes beside its outdir: not in --out
             for junk in ("_sources", ".buildinfo", "objects.inv"):  # Sphinx's own files; no source is copied
                 shutil.rmtree(build_dir / "html" / junk, ignore_errors=True)

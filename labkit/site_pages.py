@@ -66,6 +66,47 @@ TEXT = {
         "guides": "Guides",
         "workshop": "workshop guide",
         "date_unknown": "date not recorded",
+        "readme_section": "The two commands",  # where the README's story and commands are read from
+        "timing_heading": "## timing",
+    },
+    "zh_CN": {
+        "title": "labkit —— 课程",
+        "teaches": "这门课教什么",
+        "story": "故事",
+        "who": "适合谁",
+        "who_text": (
+            "训练或微调序列到序列模型、想在经典的坑让你白白损失一周之前就认出它们的工程师：脏的爬取数据、显存不足、"
+            "根本没有分布式的分布式启动、不同步的采样器和随机种子、梯度爆炸、慢吞吞的部署。挑选入职培训材料的团队负责人"
+            "不用装任何东西，就能在这里读到每个笔记本和它真实的输出；讲师可以在{workshop}里找到日程安排。你需要会 Python "
+            "和一点 PyTorch；一台没有 GPU 的 2 核机器就能跑完整门课。"
+        ),
+        "commands": "两条命令",
+        "commands_text": "在刚克隆的仓库里（Python >= 3.11；运行时不下载任何东西）：",
+        "times": "笔记本和实测用时",
+        "times_text": (
+            "下面每一页都是课程运行器执行过的笔记本：输出、图和断言都来自那次运行，从不手工修改。*运行* 是那次运行的用时"
+            "（笔记本 `results.json` 里的 `seconds`）；*讲师指南* 是{workshop}里的用时表（一台空闲的 2 核机器）。"
+        ),
+        "cols": ("#", "笔记本", "坑", "断言", "运行", "讲师指南", "练习（分钟）"),
+        "total": "合计",
+        "box": "本页展示的这次运行",
+        "box_failed": "这次运行有 {failed} / {n} 条断言未通过",
+        "box_passed": "这次运行全部 {n} 条断言通过",
+        "facts": "随机种子 {seed} · 配置 {profile} · 运行于 {date} · {seconds:.0f} 秒",
+        "claims_cols": ("", "断言", "实测", "期望"),
+        "skipped": "跳过：{reason}",
+        "source": "笔记本源文件",
+        "source_here": "提交时的笔记本（没有输出）",
+        "binder": "在 Binder 中打开",
+        "no_binder": "（Binder：用 `--repo-url` 构建站点才会有链接）",
+        "report": "报告",
+        "notebooks": "笔记本",
+        "results": "结果",
+        "guides": "指南",
+        "workshop": "讲师指南",
+        "date_unknown": "未记录日期",
+        "readme_section": "中文版",
+        "timing_heading": "## 时间",
     },
 }
 
@@ -114,11 +155,15 @@ def when(iso: str, lang: str = "en") -> str:
 # ---- what other files already say ----------------------------------------------------------------------------
 
 
-def readme_parts(readme: str) -> dict:
+def readme_parts(readme: str, lang: str = "en") -> dict:
     """From the README: the story (the paragraph(s) under the title), the two commands' code block, and each
     notebook's pitfall from its notebook table (`| 05 | ... | the pitfall | ... |`)."""
-    story = re.search(r"^# [^\n]*\n+(.*?)\n## ", readme, re.S | re.M)
-    cmds = re.search(r"^## The two commands\s*\n.*?```(\w*)\n(.*?)```", readme, re.S | re.M)
+    if lang == "en":
+        story = re.search(r"^# [^\n]*\n+(.*?)\n## ", readme, re.S | re.M)
+    else:  # a translated edition's story: the first paragraph of its README section
+        story = re.search(rf"^## {re.escape(text(lang)['readme_section'])}[^\n]*\n+(.*?)\n\n", readme, re.S | re.M)
+    section = re.escape(text(lang)["readme_section"])
+    cmds = re.search(rf"^## {section}[^\n]*\n.*?```(\w*)\n(.*?)```", readme, re.S | re.M)
     pitfalls = {}
     for line in readme.splitlines():
         m = re.match(r"^\|\s*(\d\d)\s*\|\s*`?\w+`?\s*\|\s*(.*?)\s*\|\s*.*\|\s*$", line)
@@ -131,13 +176,13 @@ def readme_parts(readme: str) -> dict:
     }
 
 
-def guide_times(guide: str) -> dict[str, tuple[str, str]]:
+def guide_times(guide: str, lang: str = "en") -> dict[str, tuple[str, str]]:
     """The workshop guide's timing table (`## Timing ...`): notebook number -> (measured run, exercise minutes)."""
     out: dict[str, tuple[str, str]] = {}
     inside = False
     for line in guide.splitlines():
         if line.startswith("#"):
-            inside = line.lower().startswith("## timing")
+            inside = line.lower().startswith(text(lang)["timing_heading"])
             continue
         cols = [c.strip() for c in line.strip().strip("|").split("|")] if inside and line.startswith("|") else []
         if len(cols) >= 4 and re.fullmatch(r"\d\d", cols[0]):
@@ -154,8 +199,10 @@ def _doc(path: str, title: str) -> str:
 
 def landing(pages: list[Page], readme: str, guide: str, docs: list[str], lang: str = "en") -> str:
     t = text(lang)
-    parts = readme_parts(readme)
-    times = guide_times(guide)
+    parts = readme_parts(readme, lang)
+    if lang != "en":
+        parts["pitfalls"] = readme_parts(readme)["pitfalls"]  # the notebook table is the English README's
+    times = guide_times(guide, lang)
     workshop = _doc("docs/workshop", t["workshop"]) if "workshop" in docs else t["workshop"]
     lines = [f"# {t['title']}", ""]
     if parts["story"]:

@@ -23,7 +23,7 @@ from labkit.results import project_root
 
 ROOT = Path(__file__).parents[1]
 ZH = {i.stem: i for i in discover(ROOT / "notebooks" / "zh_CN")}
-OUT = project_root() / "runs" / "pytest-zh_CN"
+OUT = project_root() / "runs" / "pytest" / "zh_CN"  # the site's Chinese edition reads it (RUNS/<lang>/)
 ENGLISH = project_root() / "runs" / "pytest"  # test_notebooks.py's results, when it ran before
 HAN = re.compile(r"[\u4e00-\u9fff]")
 PITFALLS = ["03_memory_and_accumulation", "04_launching_ddp", "05_samplers_and_seeds"]
@@ -82,7 +82,14 @@ def test_fix_off_in_chinese_fails_exactly_the_english_pins():
     cfg = get_config("smoke")
     params = {"PROFILE": "smoke", "FIX": False, **FAST.get(stem, {})}
     with i18n.using("zh_CN"):
-        run = run_notebook(ZH[stem], OUT / "fix-off", params, "smoke", cfg.cell_timeout, progress=False)
+        run = run_notebook(
+            ZH[stem],
+            project_root() / "runs" / "pytest-fix-off-zh_CN",
+            params,
+            "smoke",
+            cfg.cell_timeout,
+            progress=False,
+        )
     exps = run.results["expectations"]
     assert {e["name"] for e in exps if not e["passed"]} == FIX_CLAIMS[stem]
     assert run.status == "failed" and "未通过" in run.reason, run.reason[:500]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import io
+import html
 import json
 import re
 import subprocess
@@ -28,7 +29,7 @@ from urllib.parse import urlsplit
 import nbformat
 import pytest
 
-from labkit import site
+from labkit import i18n, site
 from labkit.site_pages import binder_url, guide_times, landing, readme_parts, run_box
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -278,7 +279,19 @@ def test_the_site_is_built_from_this_sessions_course_run(request):
         n_failed = sum(not e["passed"] for e in results["expectations"])
         assert page.count('class="labkit-fail"') == n_failed, stem
         assert page.count('class="labkit-pass"') == len(results["expectations"]) - n_failed, stem
-    assert summary["bytes"] < THEME_BYTES + MAX_BYTES_PER_NOTEBOOK * len(stems), summary["bytes"]
+    zh = sorted(s for s in stems if (PYTEST_RUNS / "zh_CN" / s / "status.json").is_file())  # tests/test_notebooks_zh.py
+    if zh:  # the Chinese edition, from the Chinese run: its claims in Chinese, a switch to the English page
+        assert summary["editions"] == ["en", "zh_CN"], summary["editions"]
+        for stem in zh:
+            page = (out / "zh_CN" / "notebooks" / f"{stem}.html").read_text(encoding="utf-8")
+            results = json.loads((PYTEST_RUNS / "zh_CN" / stem / "results.json").read_text())
+            shown = [i18n.claim(stem, e["name"], "zh_CN") for e in results["expectations"]]
+            assert all(html.escape(t, quote=False) in page for t in shown), stem
+            assert "English" in page and "断言" in page, stem
+    n_editions = len(summary["editions"])
+    assert summary["bytes"] < n_editions * THEME_BYTES + MAX_BYTES_PER_NOTEBOOK * (len(stems) + len(zh)), summary[
+        "bytes"
+    ]
     BUILT["site"] = out
 
 
