@@ -223,3 +223,36 @@ def test_the_workshop_release_in_chinese(tmp_path):
     nb = nbformat.read(out / "notebooks" / f"{STEM}.ipynb", as_version=4)
     assert any("的" in c.source for c in nb.cells if c.cell_type == "markdown")
     assert (out / "data_samples").is_dir()
+
+
+def test_extract_keeps_a_stale_translation_stale_until_it_is_accepted(sandbox):
+    def change(nb):
+        _first(nb, "markdown").source += "\n\nA sentence added after the translation."
+
+    _edit(sandbox / f"{STEM}.ipynb", change)
+    cell = _first(nbformat.read(sandbox / f"{STEM}.ipynb", as_version=4), "markdown")
+    notebooks.save_catalog(notebooks.extract(sandbox / f"{STEM}.ipynb", "zh_CN"), "zh_CN")  # a routine re-extract
+    assert [p.kind for p in notebooks.check_catalog(sandbox / f"{STEM}.ipynb", "zh_CN")] == ["stale"]
+    notebooks.save_catalog(notebooks.extract(sandbox / f"{STEM}.ipynb", "zh_CN", frozenset({cell.id})), "zh_CN")
+    assert notebooks.check_catalog(sandbox / f"{STEM}.ipynb", "zh_CN") == []
+
+
+def test_a_changed_section_of_the_workshop_guide_is_stale(tmp_path, monkeypatch):
+    from labkit.i18n import docs
+
+    cats = tmp_path / "catalogs" / "zh_CN" / "docs"
+    cats.mkdir(parents=True)
+    shutil.copy(docs.catalog_path("workshop.md", "zh_CN"), cats)
+    monkeypatch.setattr(docs, "CATALOGS", tmp_path / "catalogs")
+    guide = tmp_path / "docs"
+    guide.mkdir()
+    text = (ROOT / "docs" / "workshop.md").read_text(encoding="utf-8")
+    (guide / "workshop.md").write_text(text, encoding="utf-8")
+    docs.build(guide, "zh_CN")
+    assert docs.check(guide, "zh_CN") == []
+    (guide / "workshop.md").write_text(text + "\nOne more line for the last section.\n", encoding="utf-8")
+    problems = docs.check(guide, "zh_CN")
+    stale = [p for p in problems if p.kind == "stale"]
+    assert len(stale) == 1 and "+One more line for the last section." in stale[0].message, problems
+    (guide / "workshop.md").write_text(text + "\n\n## A new section\n\nNot translated.\n", encoding="utf-8")
+    assert {p.kind for p in docs.check(guide, "zh_CN")} == {"missing", "generated-differs"}

@@ -23,6 +23,15 @@ def register(csub) -> None:
         c.add_argument(
             "--module", nargs="+", metavar="MODULE", help="only these modules' messages, e.g. labkit.exercises.nb03"
         )
+        if name == "extract":
+            c.add_argument(
+                "--accept",
+                nargs="+",
+                default=[],
+                metavar="KEY",
+                help="translations you updated after their English changed (cell ids, `title`, a document's section "
+                "keys as `check` names them): they now translate the English as it is",
+            )
         c.set_defaults(func=func)
     p.set_defaults(func=lambda args: p.print_help() or 2)
 
@@ -63,12 +72,12 @@ def _extract(args) -> int:
     from labkit.i18n import docs, messages, notebooks
 
     for p in _selected(args):
-        print(notebooks.save_catalog(notebooks.extract(p, args.lang), args.lang))
+        print(notebooks.save_catalog(notebooks.extract(p, args.lang, frozenset(args.accept)), args.lang))
     for path in messages.extract(args.lang, _modules(args)):
         print(path)
     if _with_docs(args):
         for name in docs.DOCUMENTS:
-            print(docs.extract(_docs_dir(args), name, args.lang))
+            print(docs.extract(_docs_dir(args), name, args.lang, frozenset(args.accept)))
     return 0
 
 

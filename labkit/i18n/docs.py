@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 
 from labkit.i18n import CATALOGS
-from labkit.i18n.notebooks import Problem, _diff, sha
+from labkit.i18n.notebooks import Problem, _diff, carry, sha
 
 DOCUMENTS = ("workshop.md",)  # the documents a learner or an instructor of the translated edition reads
 
@@ -45,15 +45,16 @@ def load(name: str, lang: str) -> dict:
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {"document": name, "sections": {}}
 
 
-def extract(docs_dir: Path, name: str, lang: str) -> Path:
+def digest(text: str) -> str:
+    """A section's hash: blank lines at its end belong to the layout (a section appended below), not the text."""
+    return sha(text.rstrip() + "\n")
+
+
+def extract(docs_dir: Path, name: str, lang: str, accept: frozenset[str] = frozenset()) -> Path:
     old = load(name, lang)["sections"]
     cat = {"document": name, "sections": {}}
     for key, text in sections((docs_dir / name).read_text(encoding="utf-8")):
-        before = old.get(key, {})
-        entry = {"en": text, "sha": sha(text), "zh": before.get("zh", "")}
-        if before.get("zh") and before.get("sha") != entry["sha"]:
-            entry["stale_en"] = before.get("en", "")
-        cat["sections"][key] = entry
+        cat["sections"][key] = carry(old.get(key, {}), text, key in accept, digest)
     path = catalog_path(name, lang)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(cat, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
@@ -88,7 +89,7 @@ def check(docs_dir: Path, lang: str) -> list[Problem]:
             entry, where = cat.get(key, {}), f"docs/{name} § {key}"
             if not entry.get("zh"):
                 problems.append(Problem("missing", where, f"no translation of: {text[:80]!r}"))
-            elif entry.get("sha") != sha(text):
+            elif entry.get("sha") != digest(text):
                 problems.append(
                     Problem(
                         "stale",

@@ -201,23 +201,28 @@ def translated_code(source: str, strings: list[dict]) -> str:
 # ---- extract, build, check -------------------------------------------------------------------------------------
 
 
-def extract(nb_path: Path, lang: str) -> dict:
-    """The catalog for one notebook with every cell, literal and claim it needs; what was translated is kept."""
+def carry(before: dict, en: str, accepted: bool = False, digest=None) -> dict:
+    """The entry for English `en` given the entry `before`: a translation whose English changed keeps the English
+    and hash it translates, so `check` calls it stale with the diff, until the translator who updated it accepts
+    the English now (`labkit course i18n extract --accept KEY`)."""
+    digest = digest or sha
+    if before.get("zh") and before.get("sha") != digest(en) and not accepted:
+        return {"en": before.get("en", ""), "sha": before.get("sha", ""), "zh": before["zh"]}
+    return {"en": en, "sha": digest(en), "zh": before.get("zh", "")}
+
+
+def extract(nb_path: Path, lang: str, accept: frozenset[str] = frozenset()) -> dict:
+    """The catalog for one notebook with every cell, literal and claim it needs; what was translated is kept
+    (stale where its English changed, unless its cell id, or `title`, is in `accept`)."""
     nb = nbformat.read(nb_path, as_version=4)
     old = load_catalog(nb_path.stem, lang)
     cat = {"notebook": nb_path.stem, "title": {}, "cells": {}, "claims": {}}
     title = nb.metadata.get("labkit", {}).get("title", "")
-    prev = old.get("title") or {}
-    cat["title"] = {"en": title, "sha": sha(title), "zh": prev.get("zh", "") if prev.get("sha") == sha(title) else ""}
-    if prev.get("zh") and prev.get("sha") != sha(title):
-        cat["title"]["stale_zh"] = prev["zh"]
+    cat["title"] = carry(old.get("title") or {}, title, "title" in accept)
     for cell in nb.cells:
         before = old.get("cells", {}).get(cell.id, {})
         if cell.cell_type == "markdown":
-            entry = {"en": cell.source, "sha": sha(cell.source), "zh": before.get("zh", "")}
-            if before.get("zh") and before.get("sha") != entry["sha"]:  # kept for the translator, flagged
-                entry["stale_en"] = before.get("en", "")
-            cat["cells"][cell.id] = entry
+            cat["cells"][cell.id] = carry(before, cell.source, cell.id in accept)
         elif cell.cell_type == "code":
             readable, claims = code_strings(cell.source)
             known = {s["en"]: s for s in before.get("strings", [])}
