@@ -7,14 +7,16 @@
      "cells": {
        "<markdown cell id>": {"en": "...", "sha": "...", "zh": "..."},
        "<code cell id>": {"strings": [{"en": "\\"batch size\\"", "zh": "\\"批大小\\""},
-                                      {"en": "\\"peak_mb\\"", "zh": null}]}},
+                                      {"en": "\\"peak_mb\\"", "zh": null}],
+                          "comments": [{"en": "# longest bodies first ...", "zh": "# 最长的正文排在前面 ..."}]}},
      "claims": {"<claim name>": "<its text in zh_CN>"}}
 
 A markdown cell's entry keeps the English it translates (`en`, for a reviewer and for the stale diff) and its
 hash (`sha`). A code cell is never translated by hand: the generated cell is the English cell with each listed
 string literal replaced (`zh: null` keeps the English: a key, a column name, a code word). Every string literal a
 code cell holds that reads as prose must carry a decision, so a new `print("...")` cannot slip through
-untranslated. Claim names are never replaced (they are the keys in results.json, the same in every edition):
+untranslated; so must every comment of two words or more (`# why this line` is written for the reader too).
+Claim names are never replaced (they are the keys in results.json, the same in every edition):
 their displayed text comes from `claims`, through `labkit.i18n.claim`.
 """
 
@@ -24,8 +26,10 @@ import ast
 import copy
 import difflib
 import hashlib
+import io
 import json
 import re
+import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -186,13 +190,46 @@ def _reader_literals(source: str) -> list[tuple[int, int, str]]:
     return out
 
 
-def translated_code(source: str, strings: list[dict]) -> str:
-    """`source` with each reader literal that has a translation replaced (by position: a claim name with the same
-    text stays as it is)."""
-    zh = {s["en"]: s["zh"] for s in strings if s.get("zh") is not None}
+def _comments(source: str) -> list[tuple[int, int, str]]:
+    """(start, end, text) of each comment a reader reads: two words at least, not nbgrader's `### BEGIN SOLUTION`
+    markers, not a `# noqa` for the linter, not a notebook magic line."""
+    lines = source.split("\n")
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line) + 1)
+    code = "\n".join("" if ln.lstrip().startswith(("%", "!")) else ln for ln in lines)
+    out = []
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(code).readline):
+            text = tok.string
+            if (
+                tok.type == tokenize.COMMENT
+                and not text.startswith("###")
+                and "noqa" not in text
+                and is_prose(text[1:])
+            ):
+                a = starts[tok.start[0] - 1] + tok.start[1]
+                out.append((a, a + len(text), text))
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return []
+    return out
+
+
+def code_comments(source: str) -> list[str]:
+    return list(dict.fromkeys(text for _, _, text in _comments(source)))
+
+
+def translated_code(source: str, strings: list[dict], comments: list[dict] = ()) -> str:
+    """`source` with each reader literal and comment that has a translation replaced (by position: a claim name with
+    the same text stays as it is)."""
+    zh = {s["en"]: s["zh"] for s in [*strings, *comments] if s.get("zh") is not None}
+    spans = sorted(
+        [(a, b, seg) for a, b, seg in _reader_literals(source) if seg in zh]
+        + [(a, b, seg) for a, b, seg in _comments(source) if seg in zh]
+    )
     out, last = [], 0
-    for a, b, seg in _reader_literals(source):
-        if seg in zh:
+    for a, b, seg in spans:
+        if a >= last:
             out += [source[last:a], zh[seg]]
             last = b
     return "".join(out) + source[last:]
@@ -227,8 +264,11 @@ def extract(nb_path: Path, lang: str, accept: frozenset[str] = frozenset()) -> d
             readable, claims = code_strings(cell.source)
             known = {s["en"]: s for s in before.get("strings", [])}
             strings = [{"en": seg, "zh": known[seg]["zh"] if seg in known else ""} for seg in readable]
-            if strings:
-                cat["cells"][cell.id] = {"strings": strings}
+            said = {c["en"]: c for c in before.get("comments", [])}
+            comments = [{"en": c, "zh": said[c]["zh"] if c in said else ""} for c in code_comments(cell.source)]
+            entry = ({"strings": strings} if strings else {}) | ({"comments": comments} if comments else {})
+            if entry:
+                cat["cells"][cell.id] = entry
             for name in claims:
                 cat["claims"][name] = old.get("claims", {}).get(name, "")
     # a formatted name's instances translated whole ("replicas identical after training: ..."): kept beside the
@@ -294,6 +334,26 @@ def check_catalog(nb_path: Path, lang: str) -> list[Problem]:
                     problems.append(
                         Problem("missing", where, f"no decision for the string {seg[:80]} (translate, or null to keep)")
                     )
+            comments = code_comments(cell.source)
+            said = {c["en"]: c for c in entry.get("comments", [])}
+            for c in comments:
+                if c not in said or said[c].get("zh") == "":
+                    problems.append(
+                        Problem("missing", where, f"no decision for the comment {c[:80]} (translate, or null to keep)")
+                    )
+            for c in entry.get("comments", []):
+                if c["en"] not in comments:
+                    near = difflib.get_close_matches(c["en"], comments, n=1, cutoff=0.5)
+                    problems.append(
+                        Problem(
+                            "stale",
+                            where,
+                            f"the comment {c['en'][:80]} is no longer in the cell"
+                            + (f"; now:\n{_diff(c['en'], near[0])}" if near else ""),
+                        )
+                    )
+                elif c.get("zh") and (not c["zh"].startswith("#") or "\n" in c["zh"]):
+                    problems.append(Problem("not-a-string", where, f"{c['zh'][:80]} must be a one-line # comment"))
             for s in entry.get("strings", []):
                 if s["en"] not in cell.source:
                     near = difflib.get_close_matches(s["en"], readable, n=1, cutoff=0.5)
@@ -342,8 +402,8 @@ def build_notebook(nb_path: Path, lang: str) -> nbformat.NotebookNode:
         entry = cat["cells"].get(cell.id, {})
         if cell.cell_type == "markdown" and entry.get("zh"):
             cell.source = entry["zh"]
-        elif cell.cell_type == "code" and entry.get("strings"):
-            cell.source = translated_code(cell.source, entry["strings"])
+        elif cell.cell_type == "code" and (entry.get("strings") or entry.get("comments")):
+            cell.source = translated_code(cell.source, entry.get("strings", []), entry.get("comments", []))
     return out
 
 
@@ -409,7 +469,8 @@ def code_differs(english: Path, translated: Path, lang: str) -> list[Problem]:
         if src is None or src.cell_type != "code":
             problems.append(Problem("code-differs", where, "a code cell the English notebook does not have"))
             continue
-        if cell.source != translated_code(src.source, cat["cells"].get(cell.id, {}).get("strings", [])):
+        entry = cat["cells"].get(cell.id, {})
+        if cell.source != translated_code(src.source, entry.get("strings", []), entry.get("comments", [])):
             problems.append(
                 Problem("code-differs", where, "the code is not the English cell's:\n" + _diff(src.source, cell.source))
             )
@@ -434,6 +495,10 @@ def word_counts(notebooks_dir: Path, lang: str) -> dict[str, dict[str, int]]:
                 if s.get("zh") is not None:
                     en_words += len(_text_of(s["en"]).split())
                     zh_chars += len(s["zh"])
+            for c in entry.get("comments", []):
+                if c.get("zh") is not None:
+                    en_words += len(c["en"].lstrip("#").split())
+                    zh_chars += len(c["zh"])
         for name, text in cat.get("claims", {}).items():
             en_words += len(name.split())
             zh_chars += len(text or "")
