@@ -256,3 +256,19 @@ def test_a_changed_section_of_the_workshop_guide_is_stale(tmp_path, monkeypatch)
     assert len(stale) == 1 and "+One more line for the last section." in stale[0].message, problems
     (guide / "workshop.md").write_text(text + "\n\n## A new section\n\nNot translated.\n", encoding="utf-8")
     assert {p.kind for p in docs.check(guide, "zh_CN")} == {"missing", "generated-differs"}
+
+
+def test_comments_are_translated_by_position_and_a_new_one_needs_a_decision(sandbox):
+    src = 'x = 1  # the first value here\n%time y = 2\ns = "# not a comment here"  # a real comment here\n'
+    out = notebooks.translated_code(
+        src, [], [{"en": "# the first value here", "zh": "# 第一个值"}, {"en": "# a real comment here", "zh": None}]
+    )
+    assert out == 'x = 1  # 第一个值\n%time y = 2\ns = "# not a comment here"  # a real comment here\n'
+    assert notebooks.code_comments("### BEGIN SOLUTION\nx = 1  # noqa: F401 two words\n%time y  # magic line\n") == []
+
+    def change(nb):
+        _first(nb, "code").source += "\n# a comment written after the translation"
+
+    _edit(sandbox / f"{STEM}.ipynb", change)
+    problems = notebooks.check_edition(sandbox, "zh_CN")
+    assert any(p.kind == "missing" and "a comment written after" in p.message for p in problems), problems
