@@ -412,7 +412,7 @@ def test_learner_repairs_a_find_and_fix_script_and_the_check_turns_green(lab, br
         assert "❌ fail" in out and "not answered yet" in out, f"the check on the untouched cell:\n{out}"
 
         # as the prompt says: remove the '# ' in front of transfer.load and run the cell once
-        uncommented = stub.replace(load_line, load_line.lstrip("# ").split("   <-")[0])
+        uncommented = stub.replace(load_line, load_line.removeprefix("# "))
         type_into(page, exercise, uncommented)
         run_cell(page, exercise)
         page.wait_for_function(
