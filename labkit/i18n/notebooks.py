@@ -470,10 +470,18 @@ def code_differs(english: Path, translated: Path, lang: str) -> list[Problem]:
             problems.append(Problem("code-differs", where, "a code cell the English notebook does not have"))
             continue
         entry = cat["cells"].get(cell.id, {})
-        if cell.source != translated_code(src.source, entry.get("strings", []), entry.get("comments", [])):
-            problems.append(
-                Problem("code-differs", where, "the code is not the English cell's:\n" + _diff(src.source, cell.source))
+        expected = translated_code(src.source, entry.get("strings", []), entry.get("comments", []))
+        if cell.source != expected:
+            diff = "\n".join(
+                difflib.unified_diff(
+                    expected.splitlines(),
+                    cell.source.splitlines(),
+                    "the English code, translated",
+                    "this notebook",
+                    lineterm="",
+                )
             )
+            problems.append(Problem("code-differs", where, "the code is not the English cell's:\n" + diff))
     if [c.id for c in tr.cells] != [c.id for c in en.cells]:
         problems.append(
             Problem("code-differs", translated.name, "the cells are not the English notebook's, in its order")
