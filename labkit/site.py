@@ -206,14 +206,27 @@ def _docs(ed: Edition) -> list[str]:
     return [d for d in DOCS_ORDER if d in names] + sorted(set(names) - set(DOCS_ORDER))
 
 
+def page_names(ed: Edition, pages: list[Page]) -> list[str]:
+    """The Sphinx page names an edition's site has (the language switch links only to those)."""
+    return ["index", "report", "search", "genindex", *(f"notebooks/{p.stem}" for p in pages)] + [
+        f"docs/{d}" for d in _docs(ed)
+    ]
+
+
 def write_sources(
-    build: Path, ed: Edition, pages: list[Page], root: Path, repo: tuple[str | None, str], eds: list[Edition]
+    build: Path,
+    ed: Edition,
+    pages: list[Page],
+    root: Path,
+    repo: tuple[str | None, str],
+    eds: list[Edition],
+    names: dict[str, list[str]],
 ) -> Path:
     """The Sphinx project of one edition under `build`: src/ (conf.py, pages, notebooks), extra/, static/, templates/."""
     src = build / "src"
     (src / "notebooks").mkdir(parents=True)
     docs = _docs(ed)
-    switch = [(e.lang, e.label, e.folder + "/" if e.folder else "") for e in eds]
+    switch = [(e.lang, e.label, e.folder + "/" if e.folder else "", names[e.lang]) for e in eds]
     (src / "conf.py").write_text(conf_py(ed.lang, switch[eds.index(ed)][2], repo[0], switch), encoding="utf-8")
     readme = root / "README.md"
     guide = ed.docs / "workshop.md"
@@ -308,13 +321,14 @@ def build(
         if ran:
             pages[ed.lang] = read_pages(ed, root, ran)
     eds = [ed for ed in eds if ed.lang in pages]
+    names = {ed.lang: page_names(ed, pages[ed.lang]) for ed in eds}
     repo = repository(root, repo_url, ref)
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="labkit-site-") as tmp, publish(out, directory=True) as (stage,):
         for ed in eds:
             build_dir = Path(tmp) / ed.lang
             with using(ed.lang):  # the report page and the claims' text in the edition's language
-                src = write_sources(build_dir, ed, pages[ed.lang], root, repo, eds)
+                src = write_sources(build_dir, ed, pages[ed.lang], root, repo, eds, names)
             sphinx(src, build_dir / "html", build_dir / "doctrees")  # myst-nb writes beside its outdir: not in --out
             for junk in ("_sources", ".buildinfo", "objects.inv"):  # Sphinx's own files; no source is copied
                 shutil.rmtree(build_dir / "html" / junk, ignore_errors=True)

@@ -351,7 +351,26 @@ def conf_py(lang: str, prefix: str, repo_url: str | None, editions: list[tuple[s
         },
         "exclude_patterns": ["_build"],
     }
-    return "".join(f"{k} = {v!r}\n" for k, v in settings.items())
+    conf = "".join(f"{k} = {v!r}\n" for k, v in settings.items())
+    if lang.startswith("zh"):
+        conf += ZH_SEARCH_FIX
+    return conf
+
+
+# Sphinx 9.0 names the search stemmer's JS class after the language ("ChineseStemmer"), but Chinese search ships
+# the English stemmer: every page of a zh site throws "ChineseStemmer is not defined" and search finds nothing
+# (sphinx-doc/sphinx#14229, fixed by #14416 after 9.0.4, the newest release on PyPI). The fix's rule, here.
+ZH_SEARCH_FIX = """
+import sphinx.search
+from sphinx.search.zh import SearchChinese
+
+
+class _SearchChinese(SearchChinese):
+    language_name = "English"  # the JS class is `{language_name}Stemmer`: english-stemmer.js defines EnglishStemmer
+
+
+sphinx.search.languages["zh"] = _SearchChinese
+"""
 
 
 CSS = """.labkit-run table{font-size:.85em}.labkit-run td{vertical-align:top}
@@ -366,10 +385,12 @@ FAVICON = (
 )
 
 # the language switch: every other edition's copy of this page (`pagename` is the same in every edition; an
-# edition's pages sit under its prefix, "" for the first, e.g. "zh_CN/" for another)
+# edition's pages sit under its prefix, "" for the first, e.g. "zh_CN/" for another), or that edition's landing
+# page where it has no copy (a translated edition shows only the notebooks and guides it has)
 LANGUAGE_SWITCH = """{%- set up = '../' * (pagename.count('/') + labkit_prefix.count('/')) -%}
 <nav class="labkit-lang" aria-label="language">
-{%- for lang, label, prefix in labkit_editions if lang != labkit_lang %}
-<a href="{{ up }}{{ prefix }}{{ pagename }}.html" hreflang="{{ lang }}" lang="{{ lang }}">{{ label }}</a>
+{%- for lang, label, prefix, pages in labkit_editions if lang != labkit_lang %}
+{%- set target = pagename if pagename in pages else 'index' %}
+<a href="{{ up }}{{ prefix }}{{ target }}.html" hreflang="{{ lang }}" lang="{{ lang }}">{{ label }}</a>
 {%- endfor %}</nav>
 """

@@ -319,6 +319,7 @@ NOT_IMPORTED = {
     "nbconvert",  # `make strip`
     "ipykernel",  # the notebooks' kernel
     "jupyterlab",  # `make lab`
+    "jieba",  # Sphinx's Chinese search (sphinx.search.zh) imports it while building the zh_CN site
     "jupyterlab-language-pack-zh-CN",  # JupyterLab's own menus in 中文; tests/test_browser.py asks the server for it
     "pytest-timeout",  # pytest plugin: @pytest.mark.timeout
     # command-line tools that tests/test_ci.py and tests/test_lint.py run (make lint, the CI checks)
