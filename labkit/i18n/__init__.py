@@ -97,10 +97,6 @@ def N_(msgid: str) -> str:
     return msgid
 
 
-def gettext(msgid: str) -> str:
-    return _(msgid)
-
-
 @lru_cache(maxsize=None)
 def notebook_catalog(lang: str, notebook: str) -> dict:
     path = CATALOGS / lang / "notebooks" / f"{notebook}.json"
@@ -124,10 +120,3 @@ def claim(notebook: str, name: str, lang: str | None = None) -> str:
                 parts = text.split("{}")
                 return "".join(p + v for p, v in zip(parts, m.groups())) + parts[-1]
     return name
-
-
-def title(notebook: str, english: str, lang: str | None = None) -> str:
-    lang = lang or language()
-    if lang == SOURCE:
-        return english
-    return (notebook_catalog(lang, notebook).get("title") or {}).get("zh") or english

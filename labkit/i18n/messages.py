@@ -19,7 +19,7 @@ from labkit.i18n import CATALOGS
 from labkit.i18n.notebooks import Problem
 
 PACKAGE = CATALOGS.parent
-MARKERS = ("_", "N_", "gettext")
+MARKERS = ("_", "N_")
 
 
 def module_name(path: Path) -> str:

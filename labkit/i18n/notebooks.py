@@ -35,7 +35,7 @@ from pathlib import Path
 
 import nbformat
 
-from labkit.i18n import CATALOGS, SOURCE
+from labkit.i18n import CATALOGS
 
 CLAIM_CALLS = ("expect", "skip")  # res.expect(name, ...), res.skip(name, reason): the first argument is a key
 WORD = re.compile(r"[A-Za-z]{2,}")
@@ -519,6 +519,3 @@ def _text_of(literal: str) -> str:
         return _text(ast.parse(literal.strip(), mode="eval").body)
     except (SyntaxError, AttributeError):
         return literal
-
-
-__all__ = ["SOURCE", "build", "check_edition", "extract", "save_catalog", "word_counts"]
