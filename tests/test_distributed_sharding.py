@@ -111,3 +111,111 @@ def test_the_cli_refuses_fsdp_on_one_process_with_one_line(data_dir, tmp_path, c
     assert main([*_args(data_dir, 2, "--strategy", "fsdp"), "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "use --strategy ddp" in err[0]
+
+
+def test_a_memory_cap_without_a_gpu_is_refused_with_one_line(data_dir, tmp_path, capsys):
+    import torch
+
+    from labkit.training.rank_program import main
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU: the cap applies")
+    assert main([*_args(data_dir, 2), "--cuda-memory-gb", "2", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--cuda-memory-gb" in err[0] and "drop it" in err[0]
+    assert not (tmp_path / "o" / "ranks").exists()  # refused before any report
+
+
+@pytest.mark.parametrize(
+    "found, expected",
+    [
+        ((2, "cpu"), (2, "cpu", [1, 2, 3], (3, "cpu"))),  # CPU: gloo ranks may outnumber the cores
+        ((1, "cuda"), (2, "cpu", [1, 2, 3], (3, "cpu"))),  # one GPU: FSDP needs 2 ranks, so gloo on CPU
+        ((2, "cuda"), (2, "cuda", [1, 2], (3, "cpu"))),  # 2 GPUs: resume on 3 CPU processes, not 1 rank
+        ((4, "cuda"), (4, "cuda", [1, 2, 4], (3, "cuda"))),  # one card fewer
+    ],
+)
+def test_the_comparison_runs_fit_the_machine(monkeypatch, found, expected):
+    from labkit.distributed import launcher
+    from labkit.training import sharding_runs as sr
+
+    def check_devices(nproc, device):
+        return (2, "cpu") if device == "cpu" else found
+
+    monkeypatch.setattr(launcher, "check_devices", check_devices)
+    nproc, kind, worlds = sr.layout("auto")
+    assert (nproc, kind, worlds, sr.elsewhere(nproc, kind)) == expected
+
+
+def test_the_gpu_demonstration_reads_out_of_memory_and_completion_from_the_rank_reports():
+    from labkit.distributed.launcher import LaunchResult
+    from labkit.training import sharding_demo as sd
+
+    assert sd.skip_reason(2) is None
+    assert "needs >= 2 CUDA GPUs" in sd.skip_reason(1) and "has 0" in sd.skip_reason(0)
+    done = {"completed": True, "history": {"steps": [1, 2, 3]}, "cuda_peak_reserved_bytes": 3 * sd.GiB}
+    trained = sd._outcome(
+        "fsdp", 2, 4.0, LaunchResult([], 2, ranks={0: done, 1: done | {"cuda_peak_reserved_bytes": sd.GiB}}, ok=True)
+    )
+    assert (trained.trained_steps, trained.out_of_memory, trained.peak_gb) == (3, False, 3.0)
+    assert trained.row()["outcome"] == "trained 3 steps"
+    # rank 1 ran out of memory; torchrun stopped rank 0 before it recorded anything more
+    oom = {"out_of_memory": {"error": "OutOfMemoryError: CUDA out of memory.", "peak_reserved_bytes": 2 * sd.GiB}}
+    failed = sd._outcome("ddp", 2, 1.5, LaunchResult([], 2, ranks={0: {"env": {}}, 1: oom}, ok=False))
+    assert (failed.trained_steps, failed.out_of_memory, failed.peak_gb) == (0, True, 2.0)
+    assert failed.row()["outcome"] == "out of memory"
+
+
+def test_an_allocation_failure_is_recognised_whatever_exception_carries_it():
+    import torch
+
+    from labkit.training.rank_program import _memory_facts, _out_of_memory
+
+    assert _out_of_memory(torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB"), torch)
+    assert _out_of_memory(RuntimeError("NCCL error: unhandled cuda error, out of memory"), torch)
+    assert not _out_of_memory(RuntimeError("shape mismatch"), torch)
+    facts = _memory_facts(RuntimeError("out of memory\nmore"), torch.device("cpu"), torch)
+    assert facts == {"error": "RuntimeError: out of memory"}
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_on_two_gpus_ddp_runs_out_of_memory_on_capped_cards_where_fsdp_trains(data_dir, tmp_path):
+    import torch
+
+    from labkit.training import sharding_demo as sd
+    from labkit.training.sharding_runs import ShardingRuns
+
+    n = torch.cuda.device_count()
+    if sd.skip_reason(n):
+        pytest.skip(sd.skip_reason(n))
+    runs = ShardingRuns(data_dir, tmp_path, n, 3, 4, 0, 64, "cuda", 600)
+    demo = sd.run(runs, n, "fsdp", echo=None)
+    assert demo.cap_gb < demo.ddp_floor_gb
+    assert demo.ddp.out_of_memory and demo.ddp.trained_steps == 0
+    assert demo.fixed.trained_steps == 3 and not demo.fixed.out_of_memory
+    assert demo.fixed.peak_gb <= demo.cap_gb
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_accelerate_launch_use_fsdp_trains_with_labkits_fsdp2_and_refuses_an_explicit_ddp(data_dir, tmp_path):
+    from labkit.distributed.launcher import LaunchFailed, launch
+
+    # `accelerate launch --use_fsdp --fsdp_version 2 --num_processes 2 -m labkit.train ...`: 2 gloo ranks on CPU
+    r = launch(_args(data_dir, 3), 2, launcher="accelerate-fsdp", out_dir=tmp_path / "acc", echo=None, timeout_s=280)
+    assert "--use_fsdp" in r.command
+    assert any("note: accelerate launch --use_fsdp: training with --strategy fsdp" in line for line in r.log)
+    for rank in r.ranks.values():
+        assert rank["strategy"] == "fsdp"
+        assert abs(rank["state_bytes"]["total"] / rank["n_params"] - 8) < 0.1  # 16 bytes / 2 ranks
+    with pytest.raises(LaunchFailed) as failed:
+        launch(
+            _args(data_dir, 3, "--strategy", "ddp"),
+            2,
+            launcher="accelerate-fsdp",
+            out_dir=tmp_path / "x",
+            echo=None,
+            timeout_s=120,
+        )
+    assert "asks for sharding and this run asks for --strategy ddp" in "\n".join(failed.value.result.log)

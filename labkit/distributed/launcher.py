@@ -30,7 +30,8 @@ from typing import Callable, Sequence
 from labkit import procs, threads
 from labkit.distributed.reports import clear_reports, read_reports  # noqa: F401  (read_reports: public here too)
 
-LAUNCHERS = ("torchrun", "python", "accelerate", "accelerate-cpu")
+# accelerate-fsdp: `accelerate launch --use_fsdp --fsdp_version 2`, which labkit.train follows with --strategy fsdp
+LAUNCHERS = ("torchrun", "python", "accelerate", "accelerate-cpu", "accelerate-fsdp")
 SIGABRT_EXIT = -signal.SIGABRT
 _TAG = re.compile(r"^\[(?:default|[a-z]+)(\d+)\]:")
 _FAIL = re.compile(r"rank\s*:\s*(\d+)\s*\(local_rank:\s*\d+\)\s*\n\s*exitcode\s*:\s*(-?\d+)")
@@ -179,8 +180,11 @@ def build_command(
         ]
     # [/fix:torchrun]
     # [fix:accelerate_launch]
-    if launcher in ("accelerate", "accelerate-cpu"):
-        mode = ["--cpu"] if launcher == "accelerate-cpu" else ["--multi_gpu"]
+    if launcher.startswith("accelerate"):
+        mode = {"accelerate": ["--multi_gpu"], "accelerate-cpu": ["--cpu"]}.get(
+            launcher,
+            ["--use_fsdp", "--fsdp_version=2"],  # one of them at a time, says accelerate
+        )
         return [
             py,
             "-m",

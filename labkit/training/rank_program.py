@@ -93,9 +93,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--strategy",
         choices=STRATEGIES,
         default="ddp",
+        action=_StoreGiven,
         help="ddp: every rank holds the whole model, gradients and optimizer states (16 bytes/parameter); fsdp: "
         "each rank holds 1/N of them (FSDP2 fully_shard per block, sharded checkpoints with torch.distributed."
-        "checkpoint that resume at another world size); needs >= 2 processes (default ddp)",
+        "checkpoint that resume at another world size); needs >= 2 processes. Under `accelerate launch --use_fsdp` "
+        "(or an accelerate config with FSDP) the default is fsdp (default ddp)",
     )
     a(
         "--sampler",
@@ -167,6 +169,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--no-gather-full-state is the DDP habit notebook 09 measures: rank 0 torch.saves its own "
         "model.state_dict() to <out>/rank0_state_dict.pt -- its shards only",
     )
+    a(
+        "--cuda-memory-gb",
+        type=positive_float,
+        default=None,
+        metavar="GB",
+        help="cap each rank's CUDA allocator at GB GiB (torch.cuda.set_per_process_memory_fraction): a smaller card "
+        "on a bigger one, how notebook 09 shows a model that does not fit; an out-of-memory rank records it in its "
+        "report. GPUs only",
+    )
     a("--dist-timeout", type=positive_float, default=300.0, help="seconds a collective may wait for a peer")
     a(
         "--accelerate-view",
@@ -224,6 +235,13 @@ def check_args(args: argparse.Namespace, world: int | None = None) -> None:
             "--strategy fsdp shards the model over processes and this job has 1: start >= 2 "
             "(torchrun --nproc_per_node 2 ...), or use --strategy ddp"
         )
+    if getattr(args, "cuda_memory_gb", None):
+        import torch  # only for this option: the preflight stays cheap otherwise
+
+        if args.device == "cpu" or not torch.cuda.is_available():
+            raise UsageError(
+                "--cuda-memory-gb caps a GPU's memory and this run has no GPU (--device cpu, or none visible): drop it"
+            )
     if args.strategy == "fsdp" and not args.device_placement:
         raise UsageError("--strategy fsdp needs each rank on its own device: drop --no-device-placement")
     ckpt = Path(args.out) / "ckpt" if getattr(args, "out", None) else None
@@ -332,6 +350,7 @@ def run(args: argparse.Namespace) -> int:
     if init_tok is not None and getattr(args, "preset_given", False):
         print(f"note: --preset {args.preset} is ignored: the model comes from --init-from {args.init_from}", flush=True)
     env = denv.read_env()
+    follows = _follow_accelerate_fsdp(args)
     check_args(args, env.world_size)  # now the world size is known (a bare torchrun start skipped the preflight)
     out = Path(args.out)
     report = RankReport(out, env.rank)
@@ -345,6 +364,7 @@ def run(args: argparse.Namespace) -> int:
         else torch.device("cuda" if cuda else "cpu", 0 if cuda else None)
     )
     # [/fix:device_placement]
+    cap = _cap_cuda_memory(args.cuda_memory_gb, dev, torch)
     seed = args.seed + (env.rank if args.seed_mode == "per-rank" else 0)
     seed_everything(seed)
     set_threads(args.threads, "checkpoint" if args.init_from else args.preset, max(env.local_world_size, 1))
@@ -356,10 +376,13 @@ def run(args: argparse.Namespace) -> int:
         accelerate_view=accel,
         device=str(dev),
         legacy_warning=legacy,
+        cuda_memory_cap_bytes=cap,
         seed=seed,
         settings={k: v for k, v in vars(args).items() if k != "func"},
     )
     print(f"[rank {env.rank}/{env.world_size}] launcher={env.launcher} backend={backend} device={dev}", flush=True)
+    if follows and env.is_main:
+        print(follows, flush=True)
     try:
         fingerprint = source.fingerprint if source else None
         shared = {k: v for k, v in vars(args).items() if k not in ("local_rank", "out", "func", "data")}
@@ -369,6 +392,10 @@ def run(args: argparse.Namespace) -> int:
         else:  # check_args made sure --data is given when there are steps
             with _prepared_data(source, out, env, train_tokenizer=init_tok is None) as data:
                 _train(args, env, dev, data, report, param_checksum, torch, init_tok)
+    except Exception as exc:
+        if _out_of_memory(exc, torch):  # the finding of a capped run, not only a crash: keep what was measured
+            report.save(out_of_memory=_memory_facts(exc, dev, torch))
+        raise
     finally:
         denv.cleanup()
     if args.fault == "abort-at-exit" and env.rank == args.fault_rank and _first_attempt(env):
@@ -403,6 +430,50 @@ def _prepared_data(source, out: Path, env, train_tokenizer: bool):
             tok_sha = hashlib.sha256((data / "tokenizer" / "tokenizer.json").read_bytes()).hexdigest()[:12]
             _check_same_config({"tokenizer_sha": tok_sha})
         yield data
+
+
+def _follow_accelerate_fsdp(args: argparse.Namespace, environ=os.environ) -> str | None:
+    """`accelerate launch --use_fsdp` asks for sharding (ACCELERATE_USE_FSDP=true in every rank's environment):
+    labkit.train honours it with its own FSDP2 sharding, since it wraps the model itself and never calls
+    `Accelerator.prepare`; the launcher's other fsdp_* settings are not read. An explicit --strategy ddp conflicts.
+    Returns the note rank 0 prints, or None."""
+    if environ.get("ACCELERATE_USE_FSDP", "").lower() != "true" or args.strategy == "fsdp":
+        return None
+    if getattr(args, "strategy_given", False):
+        raise UsageError(
+            "accelerate launch --use_fsdp asks for sharding and this run asks for --strategy ddp: "
+            "drop one of them (or launch without accelerate's FSDP setting)"
+        )
+    args.strategy = "fsdp"
+    return (
+        "note: accelerate launch --use_fsdp: training with --strategy fsdp (labkit's FSDP2, fully_shard per block; "
+        f"accelerate's fsdp_* settings, FSDP_VERSION={environ.get('FSDP_VERSION', '?')} included, are not read)"
+    )
+
+
+def _cap_cuda_memory(gb: float | None, dev, torch) -> int | None:
+    """--cuda-memory-gb: the caching allocator refuses more than `gb` GiB on this rank's GPU; the cap in bytes."""
+    if not gb:
+        return None
+    if dev.type != "cuda":
+        raise UsageError(f"--cuda-memory-gb caps a GPU's memory and this rank runs on {dev}: drop it, or run on GPUs")
+    total = torch.cuda.get_device_properties(dev).total_memory
+    torch.cuda.set_per_process_memory_fraction(min(1.0, gb * 2**30 / total), dev)
+    return int(min(gb * 2**30, total))
+
+
+def _out_of_memory(exc: BaseException, torch) -> bool:
+    # NCCL and some kernels report an allocation failure as a plain RuntimeError naming it
+    return isinstance(exc, torch.cuda.OutOfMemoryError) or "out of memory" in str(exc).lower()
+
+
+def _memory_facts(exc: BaseException, dev, torch) -> dict:
+    """Where a rank ran out of memory and how much it held at its peak."""
+    facts = {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"}
+    if dev.type == "cuda":
+        facts["peak_bytes"] = torch.cuda.max_memory_allocated(dev)
+        facts["peak_reserved_bytes"] = torch.cuda.max_memory_reserved(dev)
+    return facts
 
 
 def _first_attempt(env) -> bool:
@@ -509,6 +580,9 @@ def _train(args, env, dev, data: Path, report: RankReport, param_checksum, torch
         samples_per_s=hist.samples_per_s,
         strategy=args.strategy,
         state_bytes=hist.state_bytes,
+        cuda_peak_bytes=torch.cuda.max_memory_allocated(dev) if dev.type == "cuda" else None,
+        # what a memory cap limits: the caching allocator's reserved blocks, fragmentation included
+        cuda_peak_reserved_bytes=torch.cuda.max_memory_reserved(dev) if dev.type == "cuda" else None,
         n_params=sum(p.numel() for p in model.parameters()),
         seen=hist.seen,
         train_seconds=hist.seconds,

@@ -26,12 +26,39 @@ class ShardingRuns(SamplerRuns):
         """One `labkit.train --strategy STRATEGY` run on `nproc` processes; its rank reports."""
         return dataclasses.replace(self, nproc=nproc).run(name, "--strategy", strategy, "--preset", self.preset, *flags)
 
-    def resume_elsewhere(self, source: str, name: str, nproc: int, strategy: str, *flags: str) -> dict[int, dict]:
-        """Continue run `source`'s checkpoint as a new run `name` on `nproc` processes (its own --out)."""
+    def resume_elsewhere(
+        self, source: str, name: str, nproc: int, strategy: str, *flags: str, device: str | None = None
+    ) -> dict[int, dict]:
+        """Continue run `source`'s checkpoint as a new run `name` on `nproc` processes (its own --out),
+        on `device` when given (a DCP checkpoint written on GPUs loads into CPU processes too)."""
         dst = Path(self.out_dir) / name
         shutil.rmtree(dst, ignore_errors=True)
         shutil.copytree(Path(self.out_dir) / source / "ckpt", dst / "ckpt")
-        return self.launch(name, nproc, strategy, *flags)
+        where = self if device is None else dataclasses.replace(self, device=device)
+        return where.launch(name, nproc, strategy, *flags)
+
+
+def layout(device: str = "auto") -> tuple[int, str, list[int]]:
+    """(processes, device, world sizes) of the notebook's comparison runs.
+
+    CPU: 2 gloo processes, and worlds 1, 2 and 3 (gloo ranks may outnumber the cores). GPUs: one rank per card,
+    worlds 1, 2 and all of them. One GPU: FSDP needs 2 ranks, so the comparison runs as gloo processes on CPU
+    (the bytes per rank are the same; the GPU demonstration says why it skips)."""
+    from labkit.distributed.launcher import check_devices
+
+    nproc, kind = check_devices(None, device)
+    if kind == "cuda" and nproc < 2:
+        nproc, kind = check_devices(None, "cpu")
+    worlds = sorted({1, 2, nproc} if kind == "cuda" else {1, nproc, nproc + 1})
+    return nproc, kind, worlds
+
+
+def elsewhere(nproc: int, kind: str) -> tuple[int, str]:
+    """(world size, device) to resume a checkpoint of `nproc` ranks on a different number of ranks: one more gloo
+    process on CPU; one card fewer on >= 3 GPUs; 3 CPU processes after 2 GPUs (FSDP needs >= 2 ranks)."""
+    if kind == "cpu":
+        return nproc + 1, "cpu"
+    return (nproc - 1, "cuda") if nproc >= 3 else (3, "cpu")
 
 
 def per_rank_row(name: str, ranks: dict[int, dict], mb: float = 2**20) -> dict:

@@ -1,0 +1,134 @@
+"""Notebook 09 on GPUs: a model that runs out of memory under DDP on every card trains under FSDP on the same cards.
+
+Real cards are not all 16 GB, so the card is made to measure: every rank's CUDA allocator is capped
+(`labkit.train --cuda-memory-gb`, `torch.cuda.set_per_process_memory_fraction`) at 1.2x the peak one FSDP rank
+reserved uncapped (reserved, not allocated: the cap limits the caching allocator's blocks, fragmentation included). The same cap is below the 16 bytes per parameter any DDP rank must hold (fp32 weights,
+gradients and AdamW's two moments, before activations and DDP's gradient buckets), so DDP runs out of memory
+on each card whatever their number, and FSDP trains. The model is t5-base on the notebook's data: big enough
+that its state, not the CUDA context, fills the card; small enough to train in a minute.
+
+Needs >= 2 CUDA GPUs (FSDP divides the state over cards); elsewhere `plan` gives the reason to skip.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from labkit.i18n import _
+
+PRESET = "t5-base"
+HEADROOM = 1.2  # the cap over FSDP's measured peak: allocator rounding and run-to-run variation
+GiB = 2**30
+
+
+def skip_reason(n_gpu: int) -> str | None:
+    """Why this machine cannot show it, or None when it can."""
+    if n_gpu >= 2:
+        return None
+    return _(
+        "needs >= 2 CUDA GPUs: FSDP divides a model's state over cards, and this machine has {n} "
+        "(the CPU runs above measure the same bytes with gloo processes)"
+    ).format(n=n_gpu)
+
+
+@dataclasses.dataclass
+class Outcome:
+    strategy: str
+    ranks: int
+    cap_gb: float | None
+    trained_steps: int  # steps every rank completed (0 when a rank failed)
+    out_of_memory: bool  # a rank recorded an allocation failure
+    peak_gb: float | None  # the largest rank's reserved CUDA peak (at the failure, for an out-of-memory run)
+
+    def row(self) -> dict:
+        return {
+            "strategy": self.strategy,
+            "ranks": self.ranks,
+            "card (capped) GB": None if self.cap_gb is None else round(self.cap_gb, 2),
+            "outcome": _("out of memory")
+            if self.out_of_memory
+            else _("trained {n} steps").format(n=self.trained_steps),
+            "peak GB per rank": None if self.peak_gb is None else round(self.peak_gb, 2),
+        }
+
+
+def _outcome(strategy: str, n: int, cap_gb: float | None, result) -> Outcome:
+    ranks = result.ranks
+    oom = any("out_of_memory" in r for r in ranks.values())
+    peaks = [
+        r.get("cuda_peak_reserved_bytes") or r.get("out_of_memory", {}).get("peak_reserved_bytes")
+        for r in ranks.values()
+    ]
+    peaks = [p for p in peaks if p]
+    steps = min((len(r["history"]["steps"]) for r in ranks.values() if r.get("completed")), default=0)
+    return Outcome(
+        strategy,
+        n,
+        cap_gb,
+        steps if result.ok else 0,
+        oom,
+        max(peaks) / GiB if peaks else None,
+    )
+
+
+@dataclasses.dataclass
+class Demo:
+    n_params: int
+    ddp_floor_gb: float  # 16P: what one DDP rank holds before any activation
+    probe: Outcome  # FSDP uncapped: the peak the cap is set from
+    cap_gb: float
+    ddp: Outcome
+    fixed: Outcome  # the notebook's fixed arm (FSDP; DDP with FIX=False) on the capped cards
+
+    def table(self):
+        import pandas as pd
+
+        return pd.DataFrame([self.probe.row(), self.ddp.row(), self.fixed.row()])
+
+
+def run(runs, n_gpu: int, fixed_strategy: str, steps: int = 3, echo=print) -> Demo:
+    """Probe FSDP's peak uncapped, cap every card at HEADROOM x that peak, then DDP and the fixed arm capped.
+
+    `runs`: the notebook's `ShardingRuns` (its data, batch and seed); each run is `labkit.train` on `n_gpu`
+    processes, one per GPU. Raises ValueError when the cap would not sit below DDP's 16P (then the model is too
+    small for the difference to show)."""
+    from labkit.distributed import launch
+
+    gpu = dataclasses.replace(runs, device="cuda", steps=steps, preset=PRESET)
+
+    def go(name: str, strategy: str, cap_gb: float | None) -> Outcome:
+        flags = ["--strategy", strategy, "--preset", PRESET]
+        if cap_gb is not None:
+            flags += ["--cuda-memory-gb", f"{cap_gb:.3f}"]
+        result = launch(
+            gpu.args(*flags),
+            n_gpu,
+            out_dir=Path(runs.out_dir) / name,
+            device="cuda",
+            timeout_s=runs.timeout_s,
+            echo=None,
+            check=False,
+        )
+        out = _outcome(strategy, n_gpu, cap_gb, result)
+        if echo:
+            echo(f"{name}: {out.row()['outcome']} ({result.seconds:.0f} s)")
+        return out
+
+    probe = go("gpu_probe_fsdp", "fsdp", None)
+    if probe.out_of_memory or probe.trained_steps == 0 or probe.peak_gb is None:
+        raise RuntimeError(f"FSDP did not train {PRESET} on {n_gpu} uncapped GPUs: see {runs.out_dir}/gpu_probe_fsdp")
+    reports = list((Path(runs.out_dir) / "gpu_probe_fsdp" / "ranks").glob("rank*.json"))
+    import json
+
+    n_params = json.loads(reports[0].read_text(encoding="utf-8"))["n_params"]
+    floor_gb = 16 * n_params / GiB
+    cap_gb = HEADROOM * probe.peak_gb
+    if cap_gb >= floor_gb:
+        raise ValueError(
+            f"FSDP on {n_gpu} GPUs peaks at {probe.peak_gb:.2f} GB, too close to DDP's 16P = {floor_gb:.2f} GB "
+            f"for a cap between them"
+        )
+    ddp = go("gpu_capped_ddp", "ddp", cap_gb)
+    fixed = go("gpu_capped_fixed", fixed_strategy, cap_gb)
+    return Demo(n_params, floor_gb, probe, cap_gb, ddp, fixed)
