@@ -1,4 +1,4 @@
-"""The checks judged by a table of answers: for every exercise of notebooks 01-08, right answers written in
+"""The checks judged by a table of answers: for every exercise of notebooks 01-09, right answers written in
 different ways must pass, and known wrong answers must fail with the hint for *their* mistake.
 
 Each wrong answer carries a substring that only its own hint contains (not the generic "expected ..." one).
@@ -33,7 +33,7 @@ from exercise_helpers import check_kind
 from labkit.exercises import ExerciseFailed, Quiz, predictions
 
 ROOT = Path(__file__).parents[1]
-NOTEBOOKS = {p.name[:2]: p for p in sorted((ROOT / "notebooks").glob("0[1-8]_*.ipynb"))}
+NOTEBOOKS = {p.name[:2]: p for p in sorted((ROOT / "notebooks").glob("0[1-9]_*.ipynb"))}
 MODULES = {n: importlib.import_module(f"labkit.exercises.nb{n}") for n in NOTEBOOKS}
 ALPHA = 1.2  # a fitted value notebook 03 reports (0.5-3 is accepted there); the wrong answers differ at it
 
@@ -242,6 +242,21 @@ def _load_timestamps(send, max_requests, max_seconds):
 
 def _nb(n):
     return MODULES[n]
+
+
+def _zero_bytes(shard):
+    """per_rank_bytes written with `shard(stage)` -> which of (weights, grads, adam) are divided by the world."""
+
+    def per_rank_bytes(n_params, world, stage):
+        parts = [4 * n_params, 4 * n_params, 8 * n_params]
+        return sum(b / world if divided else b for b, divided in zip(parts, shard(stage)))
+
+    return per_rank_bytes
+
+
+def _zero_bytes_table(n_params, world, stage):  # the same, from a table of the sharded terms
+    sharded = {0: 0, 1: 8, 2: 12, 3: 16}[stage] * n_params
+    return 16 * n_params - sharded + sharded / world
 
 
 CASES: dict[str, Case] = {
@@ -494,6 +509,19 @@ CASES: dict[str, Case] = {
                 "not a timestamp",
                 "returning the time since the start instead of each request's latency",
             ),
+        ],
+    ),
+    "09.1": Case(
+        lambda f: _nb("09").ex1(f),
+        right=[_zero_bytes(lambda stage: (stage >= 3, stage >= 2, stage >= 1)), _zero_bytes_table],
+        wrong=[
+            Wrong(lambda n, world, stage: 16 * n / world, "stage 0 is DDP"),  # "more GPUs divide everything"
+            Wrong(  # AdamW counted as one state per parameter
+                lambda n, world, stage: (12 * n) / (world if stage == 3 else 1), "two moments per parameter"
+            ),
+            Wrong(_zero_bytes(lambda stage: (stage >= 1, stage >= 1, stage >= 1)), "stage 1 shards only"),
+            Wrong(_zero_bytes(lambda stage: (stage >= 2, stage >= 2, stage >= 1)), "stage 2 shards only"),
+            Wrong(lambda n, world, stage: f"{16 * n / world} bytes", "should return a number"),
         ],
     ),
 }

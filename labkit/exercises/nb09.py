@@ -86,7 +86,7 @@ EX2 = Quiz(
             missed=N_("one save you left out gathers one whole copy with every rank taking part."),
         ),
         "D": Choice(
-            N_("rank 0 alone gathers a full state dict and saves it"),
+            N_("rank 0 alone gathers a full, CPU-offloaded state dict, then saves it to disk"),
             N_(
                 "The full-state-dict gather is a collective: rank 0 alone waits for ranks that never join -- it hangs "
                 "until the timeout."
