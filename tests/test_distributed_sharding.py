@@ -152,6 +152,7 @@ def test_the_gpu_demonstration_reads_out_of_memory_and_completion_from_the_rank_
     from labkit.training import sharding_demo as sd
 
     assert sd.skip_reason(2) is None
+    assert sd.run(None, 1, "fsdp").skipped == sd.skip_reason(1)  # nothing runs: the reason comes back
     assert "needs >= 2 CUDA GPUs" in sd.skip_reason(1) and "has 0" in sd.skip_reason(0)
     done = {"completed": True, "history": {"steps": [1, 2, 3]}, "cuda_peak_reserved_bytes": 3 * sd.GiB}
     trained = sd._outcome(
@@ -191,6 +192,7 @@ def test_on_two_gpus_ddp_runs_out_of_memory_on_capped_cards_where_fsdp_trains(da
         pytest.skip(sd.skip_reason(n))
     runs = ShardingRuns(data_dir, tmp_path, n, 3, 4, 0, 64, "cuda", 600)
     demo = sd.run(runs, n, "fsdp", echo=None)
+    assert not demo.skipped, demo.skipped
     assert demo.cap_gb < demo.ddp_floor_gb
     assert demo.ddp.out_of_memory and demo.ddp.trained_steps == 0
     assert demo.fixed.trained_steps == 3 and not demo.fixed.out_of_memory
@@ -219,3 +221,14 @@ def test_accelerate_launch_use_fsdp_trains_with_labkits_fsdp2_and_refuses_an_exp
             timeout_s=120,
         )
     assert "asks for sharding and this run asks for --strategy ddp" in "\n".join(failed.value.result.log)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_a_notebook_run_twice_trains_again_instead_of_resuming_its_finished_checkpoint(data_dir, tmp_path):
+    from labkit.training.sharding_runs import ShardingRuns
+
+    runs = ShardingRuns(data_dir, tmp_path, 2, 2, 4, 0, 64, "cpu", 280, echo=None)
+    for _ in range(2):  # the second time <name>/ckpt holds step 2 of 2: resuming it would train nothing
+        ranks = runs.launch("again", 2, "ddp", "--ckpt-every", "2")
+        assert [r["history"]["steps"] for r in ranks.values()] == [[1, 2], [1, 2]]

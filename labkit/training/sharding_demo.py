@@ -13,6 +13,7 @@ Needs >= 2 CUDA GPUs (FSDP divides the state over cards); elsewhere `plan` gives
 from __future__ import annotations
 
 import dataclasses
+import shutil
 from pathlib import Path
 
 from labkit.i18n import _
@@ -74,33 +75,40 @@ def _outcome(strategy: str, n: int, cap_gb: float | None, result) -> Outcome:
 
 @dataclasses.dataclass
 class Demo:
-    n_params: int
-    ddp_floor_gb: float  # 16P: what one DDP rank holds before any activation
-    probe: Outcome  # FSDP uncapped: the peak the cap is set from
-    cap_gb: float
-    ddp: Outcome
-    fixed: Outcome  # the notebook's fixed arm (FSDP; DDP with FIX=False) on the capped cards
+    skipped: str | None = None  # why this machine cannot show it; then nothing below was run
+    n_params: int = 0
+    ddp_floor_gb: float = 0.0  # 16P: what one DDP rank holds before any activation
+    probe: Outcome | None = None  # FSDP uncapped: the peak the cap is set from
+    cap_gb: float = 0.0
+    ddp: Outcome | None = None
+    fixed: Outcome | None = None  # the notebook's fixed arm (FSDP; DDP with FIX=False) on the capped cards
 
     def table(self):
         import pandas as pd
 
-        return pd.DataFrame([self.probe.row(), self.ddp.row(), self.fixed.row()])
+        return pd.DataFrame([o.row() for o in (self.probe, self.ddp, self.fixed) if o is not None])
 
 
 def run(runs, n_gpu: int, fixed_strategy: str, steps: int = 3, echo=print) -> Demo:
     """Probe FSDP's peak uncapped, cap every card at HEADROOM x that peak, then DDP and the fixed arm capped.
 
     `runs`: the notebook's `ShardingRuns` (its data, batch and seed); each run is `labkit.train` on `n_gpu`
-    processes, one per GPU. Raises ValueError when the cap would not sit below DDP's 16P (then the model is too
-    small for the difference to show)."""
+    processes, one per GPU (0 or 1: nothing runs, `Demo.skipped` says why). Also skipped, with the numbers, when
+    the cap would not sit below DDP's 16P (a model too small for the difference to show)."""
+    import json
+
     from labkit.distributed import launch
 
+    reason = skip_reason(n_gpu)
+    if reason:
+        return Demo(skipped=reason)
     gpu = dataclasses.replace(runs, device="cuda", steps=steps, preset=PRESET)
 
     def go(name: str, strategy: str, cap_gb: float | None) -> Outcome:
         flags = ["--strategy", strategy, "--preset", PRESET]
         if cap_gb is not None:
             flags += ["--cuda-memory-gb", f"{cap_gb:.3f}"]
+        shutil.rmtree(Path(runs.out_dir) / name, ignore_errors=True)  # a rerun starts from nothing
         result = launch(
             gpu.args(*flags),
             n_gpu,
@@ -118,17 +126,15 @@ def run(runs, n_gpu: int, fixed_strategy: str, steps: int = 3, echo=print) -> De
     probe = go("gpu_probe_fsdp", "fsdp", None)
     if probe.out_of_memory or probe.trained_steps == 0 or probe.peak_gb is None:
         raise RuntimeError(f"FSDP did not train {PRESET} on {n_gpu} uncapped GPUs: see {runs.out_dir}/gpu_probe_fsdp")
-    reports = list((Path(runs.out_dir) / "gpu_probe_fsdp" / "ranks").glob("rank*.json"))
-    import json
-
-    n_params = json.loads(reports[0].read_text(encoding="utf-8"))["n_params"]
-    floor_gb = 16 * n_params / GiB
-    cap_gb = HEADROOM * probe.peak_gb
-    if cap_gb >= floor_gb:
-        raise ValueError(
-            f"FSDP on {n_gpu} GPUs peaks at {probe.peak_gb:.2f} GB, too close to DDP's 16P = {floor_gb:.2f} GB "
-            f"for a cap between them"
-        )
-    ddp = go("gpu_capped_ddp", "ddp", cap_gb)
-    fixed = go("gpu_capped_fixed", fixed_strategy, cap_gb)
-    return Demo(n_params, floor_gb, probe, cap_gb, ddp, fixed)
+    report = Path(runs.out_dir) / "gpu_probe_fsdp" / "ranks" / "rank0.json"
+    n_params = json.loads(report.read_text(encoding="utf-8"))["n_params"]
+    demo = Demo(n_params=n_params, ddp_floor_gb=16 * n_params / GiB, probe=probe, cap_gb=HEADROOM * probe.peak_gb)
+    if demo.cap_gb >= demo.ddp_floor_gb:
+        demo.skipped = _(
+            "FSDP on {n} GPUs reserved {peak:.2f} GB at its peak: {headroom}x that is not below DDP's 16P = "
+            "{floor:.2f} GB, so no cap lies between them"
+        ).format(n=n_gpu, peak=probe.peak_gb, headroom=HEADROOM, floor=demo.ddp_floor_gb)
+        return demo
+    demo.ddp = go("gpu_capped_ddp", "ddp", demo.cap_gb)
+    demo.fixed = go("gpu_capped_fixed", fixed_strategy, demo.cap_gb)
+    return demo

@@ -22,8 +22,13 @@ STAGE = {"ddp": 0, "fsdp": 3}  # what each strategy shards, as a ZeRO stage
 class ShardingRuns(SamplerRuns):
     preset: str = "tiny"  # the model every run trains (labkit.model.PRESETS)
 
-    def launch(self, name: str, nproc: int, strategy: str, *flags: str) -> dict[int, dict]:
-        """One `labkit.train --strategy STRATEGY` run on `nproc` processes; its rank reports."""
+    def launch(self, name: str, nproc: int, strategy: str, *flags: str, fresh: bool = True) -> dict[int, dict]:
+        """One `labkit.train --strategy STRATEGY` run on `nproc` processes; its rank reports.
+
+        `fresh`: start from nothing -- a previous run's `<name>/ckpt` (the notebook run twice) would otherwise be
+        resumed at its last step and train nothing."""
+        if fresh:
+            shutil.rmtree(Path(self.out_dir) / name, ignore_errors=True)
         return dataclasses.replace(self, nproc=nproc).run(name, "--strategy", strategy, "--preset", self.preset, *flags)
 
     def resume_elsewhere(
@@ -35,7 +40,7 @@ class ShardingRuns(SamplerRuns):
         shutil.rmtree(dst, ignore_errors=True)
         shutil.copytree(Path(self.out_dir) / source / "ckpt", dst / "ckpt")
         where = self if device is None else dataclasses.replace(self, device=device)
-        return where.launch(name, nproc, strategy, *flags)
+        return where.launch(name, nproc, strategy, *flags, fresh=False)
 
 
 def layout(device: str = "auto") -> tuple[int, str, list[int]]:
