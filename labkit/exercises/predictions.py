@@ -188,6 +188,25 @@ QUESTIONS: dict[str, Question] = {
                 "ratio stays near 1: the requests just queue."
             ),
         ),
+        Question(
+            "09",
+            "09_sharding",
+            N_(
+                "The same model, data and batch on 2 ranks: how many times longer will one optimizer step take under "
+                "FSDP than under DDP?"
+            ),
+            "metric:ms_per_step_ratio_sharded_vs_ddp",
+            "x",
+            ("factor", 2.0),
+            N_(
+                "About 3x on this tiny model on 2 idle CPU cores (up to 5x on a busy machine): every one of its blocks all-gathers its parameters "
+                "before the forward and again before the backward, and reduce-scatters its gradients -- dozens of "
+                "small collectives per step, each costing more than the block's own arithmetic -- where DDP sends "
+                "the gradients in a few bucketed all-reduces. FSDP buys memory, not speed; with a model big enough to "
+                "need it, the arithmetic grows and the collectives overlap with it, so the price shrinks: measure it "
+                "on your own cards."
+            ),
+        ),
     )
 }
 
