@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from labkit.exercises import Choice, Quiz, call, fail, passed
+from labkit.exercises import Choice, Quiz, answered, call, fail, passed
 from labkit.i18n import N_, _
 
 # (n_params, world, stage) the check tries: every stage, one rank and several, a size that does not divide evenly
@@ -19,6 +19,7 @@ def ex1(per_rank_bytes) -> bool:
     """`per_rank_bytes(n_params, world, stage)`: fp32 weights + gradients + AdamW states per rank at ZeRO `stage`."""
     for n, world, stage in CASES:
         got = call(per_rank_bytes, n, world, stage)
+        answered(got)  # the untouched `...` body returns None
         want = _reference(n, world, stage)
         try:
             ok = abs(float(got) - want) <= 1e-6 * want
