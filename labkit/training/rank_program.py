@@ -468,7 +468,7 @@ def _out_of_memory(exc: BaseException, torch) -> bool:
 
 
 def _memory_facts(exc: BaseException, dev, torch) -> dict:
-    """Where a rank ran out of memory and how much it held at its peak."""
+    """What a rank that ran out of memory reports: the error's first line and, on a GPU, its peaks."""
     facts = {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"}
     if dev.type == "cuda":
         facts["peak_bytes"] = torch.cuda.max_memory_allocated(dev)

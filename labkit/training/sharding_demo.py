@@ -2,12 +2,13 @@
 
 Real cards are not all 16 GB, so the card is made to measure: every rank's CUDA allocator is capped
 (`labkit.train --cuda-memory-gb`, `torch.cuda.set_per_process_memory_fraction`) at 1.2x the peak one FSDP rank
-reserved uncapped (reserved, not allocated: the cap limits the caching allocator's blocks, fragmentation included). The same cap is below the 16 bytes per parameter any DDP rank must hold (fp32 weights,
-gradients and AdamW's two moments, before activations and DDP's gradient buckets), so DDP runs out of memory
-on each card whatever their number, and FSDP trains. The model is t5-base on the notebook's data: big enough
+reserved uncapped (reserved, not allocated: the cap limits the caching allocator's blocks, fragmentation
+included). The same cap is below the 16 bytes per parameter any DDP rank must hold (fp32 weights, gradients
+and AdamW's two moments, before activations and DDP's gradient buckets), so DDP runs out of memory on each card
+whatever their number, and FSDP trains. The model is t5-base on the notebook's data: big enough
 that its state, not the CUDA context, fills the card; small enough to train in a minute.
 
-Needs >= 2 CUDA GPUs (FSDP divides the state over cards); elsewhere `plan` gives the reason to skip.
+Needs >= 2 CUDA GPUs (FSDP divides the state over cards); elsewhere `run` returns `skip_reason`'s reason.
 """
 
 from __future__ import annotations
