@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from labkit.cleaning import clean_paths
+from labkit.corpus import generate
 from labkit.viz.viewer import CleaningViewer, diff_html
 
 TITLE = "北京智慧城市项目正式启动首批覆盖三区"
@@ -45,3 +46,23 @@ def test_widget_steps_through_records(tmp_path: Path):
     assert "boilerplate_removed" in view.value and "<del>" in view.value
     bundle = v._repr_mimebundle_()
     assert "text/html" in bundle and "application/vnd.jupyter.widget-view+json" in bundle
+
+
+def test_every_group_counts_what_the_report_counts_and_says_when_it_shows_fewer(tmp_path: Path):
+    d = tmp_path / "in"
+    d.mkdir()
+    for i, a in enumerate(generate(3, 0)):  # three kept records, each with a footer the pipeline removes
+        (d / f"{i}.txt").write_text(f"{a.title}\n　　{a.body}\n责任编辑：张三\n", encoding="utf-8")
+    report = clean_paths([d], tmp_path / "out")
+    group = "fix: boilerplate_removed"
+    everything = CleaningViewer(tmp_path / "out", limit_per_group=None)
+    assert everything.counts[group] == len(everything.groups[group]) == report["fixes"]["boilerplate_removed"] == 3
+    assert everything.group_title(group) == f"{group} (3)"
+
+    capped = CleaningViewer(tmp_path / "out", limit_per_group=2)
+    assert len(capped.groups[group]) == 2 and capped.counts[group] == 3
+    assert capped.group_title(group) == f"{group} (first 2 of 3)"
+    assert "first 2 of 3" in capped.to_html() and "3 records in" in capped.to_html()
+    assert "record 1 of 3 (the first 2 are shown)" in capped.record_html(group, 0)
+    pick = capped.widget(start=group).children[0].children[0]
+    assert (f"{group} (first 2 of 3)", group) in pick.options

@@ -77,20 +77,36 @@ def diff_html(before: str, after: str) -> tuple[str, str]:
 class CleaningViewer:
     """Browse a cleaning run by reason code or fix code."""
 
-    def __init__(self, out_dir, limit_per_group: int = 200):
+    def __init__(self, out_dir, limit_per_group: int | None = 200):
+        """`limit_per_group` records of each group are held for display (None: all of them); every record is
+        counted, and a group holding fewer than it counts says so ("first 200 of 305")."""
         out = Path(out_dir)
         self.groups: dict[str, list[dict]] = defaultdict(list)
+        self.counts: dict[str, int] = defaultdict(int)  # every record of the group, held or not
+        self.n_records = 0  # every record the run wrote, each once
+
+        def add(group: str, row: dict) -> None:
+            self.counts[group] += 1
+            if limit_per_group is None or len(self.groups[group]) < limit_per_group:
+                self.groups[group].append(row)
+
         for row in _read_rows(out / "rejects.jsonl"):
-            bucket = self.groups[f"reason: {row['reason']}"]
-            if len(bucket) < limit_per_group:
-                bucket.append(row)
+            self.n_records += 1
+            add(f"reason: {row['reason']}", row)
         for row in _read_rows(out / "clean.jsonl"):
+            self.n_records += 1
             for fix in row["fixes"]:
-                bucket = self.groups[f"fix: {fix}"]
-                if len(bucket) < limit_per_group:
-                    bucket.append(row)
+                add(f"fix: {fix}", row)
         self.groups = dict(sorted(self.groups.items()))
+        self.counts = dict(self.counts)
         self._files: dict[str, dict[str, object]] = {}
+
+    def group_title(self, group: str) -> str:
+        """A group as the dropdown and the static view name it, with the records it counts: "fix: x (305)", or
+        "fix: x (first 200 of 305)" when it holds fewer than the run wrote."""
+        held, total = len(self.groups[group]), self.counts[group]
+        count = str(total) if held == total else _("first {held} of {total}").format(held=held, total=total)
+        return f"{_group_label(group)} ({count})"
 
     # -- data -------------------------------------------------------------------------------
     def before(self, row: dict) -> str:
@@ -122,7 +138,9 @@ class CleaningViewer:
         else:
             left, right = diff_html(self.before(row), self.after(row))
         fixes = ", ".join(row.get("fixes") or []) or _("none")
-        where = _("record {i} of {n}").format(i=i + 1, n=len(rows))
+        where = _("record {i} of {n}").format(i=i + 1, n=self.counts[group])
+        if len(rows) < self.counts[group]:
+            where += " " + _("(the first {held} are shown)").format(held=len(rows))
         fixed = _("fixes: {fixes}").format(fixes=html.escape(fixes))
         return (
             f"{_STYLE}<div class='lkv'><div class='meta'><b>{html.escape(_group_label(group))}</b> — {where} · "
@@ -137,13 +155,13 @@ class CleaningViewer:
         parts = [
             "<h4>"
             + _("Cleaning run: {records} records in {groups} groups (static view)").format(
-                records=sum(len(v) for v in self.groups.values()), groups=len(self.groups)
+                records=self.n_records, groups=len(self.groups)
             )
             + "</h4>"
         ]
         for g, rows in self.groups.items():
             body = "".join(self.record_html(g, i) for i in range(min(per_group, len(rows))))
-            parts.append(f"<details><summary>{html.escape(_group_label(g))} ({len(rows)})</summary>{body}</details>")
+            parts.append(f"<details><summary>{html.escape(self.group_title(g))}</summary>{body}</details>")
         return "".join(parts)
 
     def widget(self, start: str | None = None):
@@ -154,7 +172,7 @@ class CleaningViewer:
             return W.HTML("<i>" + _("nothing to show: the run wrote no records") + "</i>")
         names = list(self.groups)
         pick = W.Dropdown(
-            options=[(f"{_group_label(g)} ({len(self.groups[g])})", g) for g in names],
+            options=[(self.group_title(g), g) for g in names],
             value=start if start in self.groups else names[0],
             description=_("show"),
         )
