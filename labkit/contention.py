@@ -13,17 +13,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
 import time
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 
 from labkit.cli_errors import UsageError, existing_dir, positive_int, writable_dir, writable_file
-from labkit.procs import stop_group
+from labkit.procs import environ, stop_group
 from labkit.threads import cores
 
 TARGET_RATIO = 2.0
@@ -59,6 +59,8 @@ class ContentionRow:
     idle_status: str
     busy_status: str
     busy: int
+    profile: str = "smoke"
+    date: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))  # measured
 
     @property
     def ratio(self) -> float:
@@ -87,11 +89,10 @@ def measure(
 
     cfg = get_config((params or {}).get("PROFILE", "smoke"))
     parameters = {"PROFILE": cfg.profile, **(params or {})}
-    root = Path(out) if out else Path(tempfile.mkdtemp(prefix="labkit-contention-"))
-    saved = {k: os.environ.get(k) for k in (env or {})}
-    os.environ.update(env or {})
     rows = []
-    try:
+    # without --out the executed notebooks go to a temporary folder, removed when the rows are measured
+    with environ(env or {}), tempfile.TemporaryDirectory(prefix="labkit-contention-") as tmp:
+        root = Path(out) if out else Path(tmp)
         for info in select(discover(notebooks_dir), only):
             echo(f"{info.stem}: idle ...")
             idle = run_notebook(info, root / "idle", parameters, cfg.profile, cfg.cell_timeout, progress=False)
@@ -100,14 +101,10 @@ def measure(
                 loaded = run_notebook(
                     info, root / f"busy{busy}", parameters, cfg.profile, cfg.cell_timeout, progress=False
                 )
-            rows.append(ContentionRow(info.stem, idle.seconds, loaded.seconds, idle.status, loaded.status, busy))
+            rows.append(
+                ContentionRow(info.stem, idle.seconds, loaded.seconds, idle.status, loaded.status, busy, cfg.profile)
+            )
             echo(f"{info.stem}: beside {busy} busy: {loaded.seconds:.0f} s ({loaded.status}), {rows[-1].ratio:.2f}x")
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
     return rows
 
 

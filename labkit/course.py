@@ -21,7 +21,9 @@ from pathlib import Path
 from labkit.cli_errors import UsageError, existing_dir, positive_float, positive_int, writable_dir, writable_file
 from labkit.config import PROFILES, get_config
 from labkit.i18n import LANGUAGES, SOURCE, check_language, language, using
+from labkit.procs import environ
 from labkit.results import project_root
+from labkit.threads import child_env
 
 NB_PATTERN = re.compile(r"^(\d\d)_[\w-]+\.ipynb$")
 
@@ -136,26 +138,23 @@ def run_notebook(
     else:
         t0 = time.perf_counter()
         status, reason = "passed", ""
-        old = os.environ.get("LABKIT_RUNS_DIR")
-        os.environ["LABKIT_RUNS_DIR"] = str(out.resolve())  # the kernel inherits it
+        # the kernel inherits this process's environment (papermill takes none of its own): the results folder,
+        # and the child-process policy for the profile's model (labkit.threads)
+        kernel_env = {**child_env(preset=get_config(profile).model_preset), "LABKIT_RUNS_DIR": str(out.resolve())}
         try:
-            pm.execute_notebook(
-                str(info.path),
-                str(executed),
-                parameters=parameters,
-                cwd=str(info.path.parent),
-                kernel_name="python3",
-                language="python",
-                progress_bar=progress,
-                execution_timeout=cell_timeout,
-            )
+            with environ(kernel_env):
+                pm.execute_notebook(
+                    str(info.path),
+                    str(executed),
+                    parameters=parameters,
+                    cwd=str(info.path.parent),
+                    kernel_name="python3",
+                    language="python",
+                    progress_bar=progress,
+                    execution_timeout=cell_timeout,
+                )
         except Exception as exc:  # PapermillExecutionError, timeouts, dead kernels
             status, reason = "failed", _error_text(exc)
-        finally:
-            if old is None:
-                os.environ.pop("LABKIT_RUNS_DIR", None)
-            else:
-                os.environ["LABKIT_RUNS_DIR"] = old
         run = NotebookRun(info.stem, info.title, status, round(time.perf_counter() - t0, 1), reason, str(executed))
         res_path = nb_out / "results.json"
         if res_path.exists():

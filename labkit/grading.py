@@ -48,8 +48,10 @@ from pathlib import Path
 
 from labkit.atomic import atomic_write_text
 from labkit.cli_errors import UsageError
+from labkit.config import get_config
 from labkit.procs import stop_group
 from labkit.results import RELEASE_MARKER
+from labkit.threads import child_env
 from labkit.workshop import STUB, cell_checksum, cell_source, grade_id, is_check, is_solution, read_marker
 
 PASS, FAIL, NOT_ATTEMPTED, ERROR, NOT_RUN = "pass", "fail", "not attempted", "error", "not run"
@@ -294,7 +296,13 @@ def grade_notebook(
         events, status = work / "events.jsonl", work / "status.json"
         out_nb = (executed_dir / learner / name) if executed_dir else work / "executed.ipynb"
         out_nb.parent.mkdir(parents=True, exist_ok=True)
-        env = {**os.environ, "LABKIT_RUNS_DIR": str(work / "runs"), "MPLBACKEND": "Agg"}
+        # the kernel (started by the child) inherits the child-process policy of labkit.threads, for the model a
+        # learner's notebook trains by default (its parameters cell: the smoke profile's)
+        env = {
+            **child_env(preset=get_config().model_preset),
+            "LABKIT_RUNS_DIR": str(work / "runs"),
+            "MPLBACKEND": "Agg",
+        }
         argv = [sys.executable, "-m", "labkit.grading", str(nb_path), str(work / "notebooks")]
         argv += [str(events), str(status), str(out_nb), str(limit)]
         t0 = time.monotonic()

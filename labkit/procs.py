@@ -1,4 +1,4 @@
-"""Child processes in their own process group: a free port, is the group alive, stop the whole group.
+"""Child processes in their own process group: free ports, is the group alive, stop the whole group.
 
 Both the serving stack (`labkit.serving.process.ServerProcess`) and the distributed
 launcher (`labkit.distributed.launcher`) start children with `start_new_session=True`,
@@ -14,11 +14,13 @@ a lock inherits the lock held forever -- `clean_paths(workers=2)` hung 900 s in 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
 import subprocess
 import time
+from collections.abc import Iterator, Mapping
 
 LOOPBACK = "127.0.0.1"
 
@@ -32,11 +34,37 @@ def worker_start_method() -> str:
     return "spawn" if os.name == "nt" else "forkserver"
 
 
+def free_ports(n: int, host: str = LOOPBACK) -> list[int]:
+    """`n` different TCP ports nobody listens on right now (the OS picks them).
+
+    Every socket stays bound until all are chosen: asking for one port twice in a row can return the same
+    port twice, since the first is free again the moment its socket closes."""
+    with contextlib.ExitStack() as stack:
+        socks = [stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) for _ in range(n)]
+        for s in socks:
+            s.bind((host, 0))
+        return [s.getsockname()[1] for s in socks]
+
+
 def free_port(host: str = LOOPBACK) -> int:
-    """A TCP port nobody listens on right now (the OS picks it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
+    """A TCP port nobody listens on right now (the OS picks it); two ports: `free_ports(2)`."""
+    return free_ports(1, host)[0]
+
+
+@contextlib.contextmanager
+def environ(updates: Mapping[str, str]) -> Iterator[None]:
+    """`os.environ` with `updates` applied for the block, then as it was: for a child this process starts through
+    a library that takes no environment of its own (a Jupyter kernel inherits the starter's)."""
+    saved = {k: os.environ.get(k) for k in updates}
+    os.environ.update(updates)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def group_alive(proc: subprocess.Popen) -> bool:

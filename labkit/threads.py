@@ -12,17 +12,23 @@ server, cleaning workers):
 * the small presets (`tiny`, `t5-small`) use 1 intra-op thread per process: their matrices are too
   small for a second thread to pay on a shared core;
 * larger models use their share of the cores: `cores // processes` (ranks x threads <= cores);
+* the cores are those this process may run on (its affinity: `taskset`, a cgroup's cpuset), never
+  the machine's count;
 * OpenMP threads that wait, sleep (`OMP_WAIT_POLICY=PASSIVE`) instead of spinning;
 * an explicit setting wins: `Config.threads`, `--threads`, or `LABKIT_THREADS` in the environment
   (e.g. `LABKIT_THREADS=0` on a machine that is yours alone: all cores, as torch's default).
 
-ONNX Runtime sessions follow the same idea through their own switch (no spinning, all cores but one:
-`labkit.serving.ort_generate`).  `labkit doctor env` prints the policy in force.
+A child process gets the rule from its environment before it loads torch: `child_env` is the one
+environment every starter hands on (the distributed launcher's ranks, the servers, the grader's and the
+course runner's notebook kernels).  ONNX Runtime sessions follow the same idea through their own switch
+(no spinning, all cores but one: `labkit.serving.ort_generate`).  `labkit doctor env` prints the policy
+in force.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 
 WAIT_POLICY = "PASSIVE"
 SMALL_PRESETS = frozenset({"tiny", "t5-small"})
@@ -60,14 +66,27 @@ def threads_for(preset: str = "tiny", processes: int = 1, setting: int = 0) -> i
     return 1 if preset in SMALL_PRESETS else share
 
 
-def process_env(threads: int, base: dict | None = None) -> dict[str, str]:
-    """Environment for a child process that computes with `threads` threads.
+# every pool a child's numerics may start: OpenMP (torch), MKL (torch, numpy on Intel builds), OpenBLAS (numpy)
+THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
-    OpenMP reads these once, when torch loads, so they must be in the child's environment from the start.
-    A wait policy already chosen by the user is kept."""
+
+def child_env(
+    threads: int = 0, *, preset: str = "tiny", processes: int = 1, base: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The environment for a child process that computes: `base` (default this process's) with the policy.
+
+    Its pools get `threads_for(preset, processes, threads)` threads (`threads` > 0 wins), idle OpenMP threads
+    sleep, the Rust tokenizer starts no pool of its own.  The variables are read once, when the child loads
+    torch or numpy, so they must be in its environment from the start.  A wait policy or tokenizer setting the
+    user chose is kept; the thread counts are the policy's (`LABKIT_THREADS` is the way to change them).
+
+    >>> child_env(2, base={})["OMP_NUM_THREADS"]
+    '2'
+    """
+    n = threads_for(preset, processes, threads)
     env = dict(os.environ if base is None else base)
-    env["OMP_NUM_THREADS"] = str(threads)
-    env["MKL_NUM_THREADS"] = str(threads)
+    for var in THREAD_VARS:
+        env[var] = str(n)
     env.setdefault("OMP_WAIT_POLICY", WAIT_POLICY)
     env.setdefault("TOKENIZERS_PARALLELISM", "false")  # the Rust tokenizer's own pool spins too
     return env

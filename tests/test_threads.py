@@ -40,17 +40,33 @@ def test_env_override(monkeypatch):
 
 
 def test_child_process_gets_the_policy(no_override, monkeypatch):
-    """OpenMP reads its variables when torch loads: a child started with process_env must see them from the start."""
+    """OpenMP reads its variables when torch loads: a child started with child_env must see them from the start."""
     monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
-    env = threads.process_env(1)
+    env = threads.child_env(1)
     code = (
         "import os, torch, json; print(json.dumps([torch.get_num_threads(), os.environ['OMP_WAIT_POLICY'], "
-        "os.environ['TOKENIZERS_PARALLELISM']]))"
+        "os.environ['TOKENIZERS_PARALLELISM'], os.environ['MKL_NUM_THREADS'], os.environ['OPENBLAS_NUM_THREADS']]))"
     )
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
-    assert json.loads(out) == [1, "PASSIVE", "false"]
+    assert json.loads(out) == [1, "PASSIVE", "false", "1", "1"]
     # a wait policy the user chose is kept
-    assert threads.process_env(2, {"OMP_WAIT_POLICY": "ACTIVE"})["OMP_WAIT_POLICY"] == "ACTIVE"
+    assert threads.child_env(2, base={"OMP_WAIT_POLICY": "ACTIVE"})["OMP_WAIT_POLICY"] == "ACTIVE"
+
+
+def test_child_env_follows_the_rule(no_override, monkeypatch):
+    monkeypatch.setattr(threads, "cores", lambda: 8)
+    assert threads.child_env(base={})["OMP_NUM_THREADS"] == "1"  # tiny: 1 per process
+    assert threads.child_env(preset="t5-base", processes=2, base={})["MKL_NUM_THREADS"] == "4"  # its share
+    assert threads.child_env(3, preset="t5-base", base={})["OPENBLAS_NUM_THREADS"] == "3"  # an explicit number wins
+
+
+def test_servers_count_the_cores_they_may_use(monkeypatch):
+    from labkit.serving.ort_generate import serving_threads
+    from labkit.serving.process import server_env
+
+    monkeypatch.setattr(threads, "cores", lambda: 3)  # e.g. `taskset -c 0-2` on a bigger machine
+    assert serving_threads() == 2 and serving_threads(5) == 5
+    assert server_env()["OMP_NUM_THREADS"] == "3" and server_env(1)["OMP_NUM_THREADS"] == "1"
 
 
 def test_setup_reports_the_threads_in_force(no_override):
@@ -90,3 +106,38 @@ def test_contention_verdicts():
     assert not slow.ok and not broken.ok
     text = table([fast, slow, broken])
     assert "1.75  ok" in text and "2.25  OVER" in text and "FAILED RUN" in text
+
+
+def test_bench_course_cleans_up_and_its_json_says_profile_and_date(tmp_path, monkeypatch):
+    """Without --out the executed notebooks live in a temporary folder that is gone afterwards; each JSON row says
+    the profile and when it was measured, which `labkit course times` copies into the table."""
+    import tempfile
+    from datetime import datetime, timedelta, timezone
+
+    import nbformat
+
+    from labkit.cli import main
+    from labkit.course_times import _bench_row
+
+    nb_dir = tmp_path / "notebooks"
+    nb_dir.mkdir()
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell(
+            'from labkit.results import Results\nr = Results("90_tiny")\nr.expect("ran", 1, True, "1")\nr.finish()'
+        )
+    ]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, nb_dir / "90_tiny.ipynb")
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    out = tmp_path / "rows.json"
+    rc = main(["bench", "course", "--only", "90", "--notebooks", str(nb_dir), "--json", str(out)])
+    (row,) = json.loads(out.read_text(encoding="utf-8"))
+    assert (row["idle_status"], row["busy_status"]) == ("passed", "passed"), row
+    assert rc in (0, 1)  # the ratio's verdict depends on the machine; the rows do not
+    assert not list(scratch.iterdir()), "the executed notebooks' temporary folder was left behind"
+    assert row["profile"] == "smoke"
+    assert timedelta(0) <= datetime.now(timezone.utc) - datetime.fromisoformat(row["date"]) < timedelta(minutes=30)
+    assert _bench_row(out, "90_tiny", "")["date"] == row["date"][:10]

@@ -13,7 +13,6 @@ peer down with it); every other failure is reported with the log's tail.
 
 from __future__ import annotations
 
-import os
 import queue
 import re
 import signal
@@ -140,7 +139,7 @@ def check_devices(nproc: int | None, device: str = "auto") -> tuple[int, str]:
             f"means nproc <= {n_gpu} (or device='cpu' for gloo processes)"
         )
     if nproc < 1 or nproc > 64:
-        raise LaunchError(f"impossible world size nproc={nproc}: use 1..{max(n_gpu, os.cpu_count() or 1)}")
+        raise LaunchError(f"impossible world size nproc={nproc}: use 1..{max(n_gpu, threads.cores())}")
     return nproc, kind
 
 
@@ -262,6 +261,7 @@ def launch(
     max_restarts: int = 0,
     run_id: str | None = None,
     env: dict | None = None,
+    preset: str = "tiny",
     fresh: bool = True,
     retry_abort: bool = True,
     check: bool = True,
@@ -269,7 +269,8 @@ def launch(
 ) -> LaunchResult:
     """Run `module` on `nproc` processes and return every rank's report.
 
-    `out_dir` is handed to the ranks as `$LABKIT_OUT`.  On CPU the default is 2
+    `out_dir` is handed to the ranks as `$LABKIT_OUT`, `preset` (the model they train) picks their threads
+    (`labkit.threads.child_env`), `env` is added last.  On CPU the default is 2
     gloo processes; on GPUs one process per visible GPU with NCCL.  Raises
     `LaunchError` before starting when the request cannot work, `LaunchTimeout`
     (naming the rank the others wait for) after `timeout_s`, and `LaunchFailed`
@@ -287,11 +288,15 @@ def launch(
     # e.g. labkit.train's bad --schedule (or --strategy fsdp on one process) fails here, before any rank starts
     preflight(module, args, out_dir, nproc * nnodes)
     out = Path(out_dir)
-    child_env = {**os.environ, **(env or {}), "LABKIT_OUT": str(out), "PYTHONUNBUFFERED": "1"}
-    child_env.setdefault("OMP_WAIT_POLICY", threads.WAIT_POLICY)  # waiting OpenMP threads sleep (labkit.threads)
+    # the ranks' threads follow the policy (labkit.threads): 1 each for the small presets, else their share of
+    # this node's cores (ranks x threads <= cores), idle OpenMP threads asleep; what `env` names explicitly wins
+    child_env = {
+        **threads.child_env(preset=preset, processes=nproc),
+        **(env or {}),
+        "LABKIT_OUT": str(out),
+        "PYTHONUNBUFFERED": "1",
+    }
     if kind == "cpu":
-        # each rank gets its share of the cores (ranks x threads <= cores) instead of every rank grabbing all of them
-        child_env.setdefault("OMP_NUM_THREADS", str(max(1, threads.cores() // nproc)))
         if child_env.get("TORCH_DISTRIBUTED_DEBUG", "").upper() == "DETAIL":
             child_env["TORCH_DISTRIBUTED_DEBUG"] = "INFO"  # DETAIL crashes gloo on CPU with this torch build
             if echo:

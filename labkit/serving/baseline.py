@@ -20,13 +20,13 @@ def create_app(model_dir: str | Path, max_source_len: int = 0, threads: int = 0)
     """FastAPI app with `POST /v1/generate` and `GET /health`, backed by a PyTorch pipeline.
 
     `max_source_len` 0: the input length the model was trained with (`trained_source_len`)."""
-    import os
-
     import torch
     from fastapi import FastAPI
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer, pipeline
 
-    torch.set_num_threads(threads or (os.cpu_count() or 1))
+    from labkit.threads import cores
+
+    torch.set_num_threads(threads or cores())  # this process's cores (its affinity), not the machine's
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     tokenizer.model_max_length = max_source_len or trained_source_len(model_dir)  # the pipeline truncates to this
     model = AutoModelForSeq2SeqLM.from_pretrained(model_dir).eval()

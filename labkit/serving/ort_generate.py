@@ -21,10 +21,12 @@ def serving_threads(threads: int = 0) -> int:
     """ONNX Runtime intra-op threads for a server: `threads`, or all cores but one when 0.
 
     The spare core is for the HTTP front and Triton, which run beside the model; on this
-    2-core machine one model thread gave 86 QPS at concurrency 16 against 77 with two."""
-    import os
+    2-core machine one model thread gave 86 QPS at concurrency 16 against 77 with two.  The cores are
+    this process's (`labkit.threads.cores`: its affinity), so under `taskset` or a cgroup's cpuset the
+    server does not start more threads than it has cores."""
+    from labkit.threads import cores
 
-    return threads if threads > 0 else max(1, (os.cpu_count() or 2) - 1)
+    return threads if threads > 0 else max(1, cores() - 1)
 
 
 def _session(path: Path, threads: int):

@@ -20,28 +20,26 @@ from pathlib import Path
 from typing import Sequence
 
 from labkit.procs import LOOPBACK, free_port, stop_group
-from labkit.threads import WAIT_POLICY
+from labkit import threads as policy
 
 __all__ = ["LOOPBACK", "ServerProcess", "free_port", "labkit_argv", "server_env"]
 
 
-def server_env(threads: int | None = None) -> dict[str, str]:
-    """Environment for a server process.
+def server_env(threads: int = 0) -> dict[str, str]:
+    """Environment for a server process: the child-process policy (`labkit.threads.child_env`) with a
+    server's thread count -- `threads`, else every core this process may use (a server is the one process
+    computing; `--threads 0` means the same) -- and what the servers need.
 
     Triton's Python-backend stub links libpython3.x.so; with a non-system Python the
     library directory must be on LD_LIBRARY_PATH or the stub fails with
     "'_thread.RLock' object has no attribute '_recursion_count'".
     """
-    env = dict(os.environ)
+    env = policy.child_env(threads or policy.cores())
     libdir = sysconfig.get_config_var("LIBDIR") or ""
     if libdir:
         env["LD_LIBRARY_PATH"] = os.pathsep.join(p for p in (libdir, env.get("LD_LIBRARY_PATH", "")) if p)
     env.setdefault("HF_HUB_OFFLINE", "1")
-    env.setdefault("TOKENIZERS_PARALLELISM", "false")
     env["PYTHONUNBUFFERED"] = "1"
-    env.setdefault("OMP_WAIT_POLICY", WAIT_POLICY)  # a server's idle OpenMP threads sleep (labkit.threads)
-    if threads:
-        env["OMP_NUM_THREADS"] = str(threads)
     return env
 
 
