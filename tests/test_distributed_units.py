@@ -155,6 +155,14 @@ def test_port_in_use_is_refused_with_owner():
     assert 0 < free_port() < 65536
 
 
+def test_free_ports_are_different_from_one_call():
+    from labkit.procs import free_ports
+
+    for _ in range(200):
+        ports = free_ports(3)
+        assert len(set(ports)) == 3 and all(0 < p < 65536 for p in ports)
+
+
 def test_impossible_requests_are_refused_before_starting(tmp_path):
     if not torch.cuda.is_available():
         with pytest.raises(LaunchError, match="no visible GPU"):

@@ -235,3 +235,19 @@ def test_health_counts_worker_restarts(echo):
         assert r.status_code == 502 and "restarted" in r.json()["message"]
         assert client.post("/v1/generate", json={"task": "title", "text": "再来一次。"}).status_code == 200
         assert client.get("/health").json()["restarts"] == {"worker": 1}
+
+
+def test_triton_gets_two_different_ports_and_keeps_the_ones_given():
+    """Its HTTP and gRPC ports are chosen by one call (`free_ports(2)`): two calls in a row could return one
+    port twice (the first is free again as soon as its socket closes), and Triton would not start."""
+    from labkit.serving.triton import start_triton
+
+    def ports(srv) -> tuple[int, int]:
+        return int(srv.argv[srv.argv.index("--port") + 1]), int(srv.argv[srv.argv.index("--grpc-port") + 1])
+
+    for _ in range(50):  # never entered: the servers are not started
+        http_port, grpc_port = ports(start_triton("no-model-needed"))
+        assert http_port != grpc_port
+    given = free_port()
+    assert ports(start_triton("x", port=given))[0] == given != ports(start_triton("x", port=given))[1]
+    assert ports(start_triton("x", port=given, grpc_port=given + 1)) == (given, given + 1)

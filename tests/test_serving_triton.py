@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 import serving_helpers as h
+from labkit.procs import free_ports
 from labkit.serving.loadgen import check_loopback, closed_loop, open_loop, payloads_from_texts
 from labkit.serving.process import ServerProcess, free_port, labkit_argv
 from labkit.serving.triton import start_triton
@@ -40,8 +41,7 @@ def _generate(url: str, task: str = "summary", text: str = "上海今天举行�
 
 
 def test_api_reports_triton_down_then_recovers_and_serves_concurrent_load(art, tmp_path):
-    triton_port = free_port()
-    api_port = free_port()
+    triton_port, api_port = free_ports(2)
     argv = labkit_argv(
         "serve", "api", "--triton-url", f"127.0.0.1:{triton_port}", "--port", str(api_port), "--timeout", "20"
     )

@@ -183,13 +183,13 @@ def _api(args) -> int:
 @contextlib.contextmanager
 def _supervised_triton(args, policy, give_up):
     """Triton on fixed loopback ports, restarted when it dies (`labkit.serving.supervisor`)."""
-    from labkit.serving.process import free_port
+    from labkit.procs import free_ports
     from labkit.serving.supervisor import Supervisor
     from labkit.serving.triton import start_triton
 
     # a batch formed here must not wait again in Triton's queue
     delay = args.queue_delay_us if args.front_batching == "off" else 0
-    http_port, grpc_port = free_port(), free_port()
+    http_port, grpc_port = free_ports(2)  # chosen together: never the same port twice
 
     def make():
         return start_triton(

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from labkit.serving.process import LOOPBACK, ServerProcess, free_port, labkit_argv
+from labkit.procs import free_ports
+from labkit.serving.process import LOOPBACK, ServerProcess, labkit_argv
 from labkit.serving.schema import MAX_NEW_TOKENS, TASKS, model_input
 
 MODEL_NAME = "labkit_t5"
@@ -132,8 +133,9 @@ def start_triton(
 
     `.url` is its HTTP endpoint, `.grpc_url` (`grpc://127.0.0.1:PORT`) its gRPC one; a restart
     (`labkit.serving.supervisor`) passes the same ports again, so clients keep their addresses."""
-    port = port or free_port()
-    grpc_port = grpc_port or free_port()
+    free = iter(p for p in free_ports(2) if p not in (port, grpc_port))  # two at once: never the same port twice
+    port = port or next(free)
+    grpc_port = grpc_port or next(free)
     argv = labkit_argv(
         "serve",
         "triton",
