@@ -4,7 +4,7 @@ Every output a command promises (cleaning's clean.jsonl / rejects.jsonl / report
 ONNX folder of `labkit export`, `labkit train --save-model`'s model folder, reports and
 pointer files) is written here:
 
-* `atomic_write_text(path, text)`: one small file, replaced in one rename;
+* `atomic_write_text(path, text)`: one small file, staged under a name of its own, replaced in one rename;
 * `publish(*finals)`: a block that writes each output to a hidden sibling
   `.<name>.partial-<pid>` (a file, or with `directory=True` a folder) and, when the block
   ends normally, renames them over `finals` in the order given -- the last one (a report)
@@ -25,6 +25,7 @@ import shutil
 import signal
 import threading
 import time
+import uuid
 from pathlib import Path
 from typing import Iterator
 
@@ -32,12 +33,20 @@ HOLD_ENV = "LABKIT_HOLD_BEFORE_PUBLISH"
 PARTIAL = ".partial-"
 
 
-def atomic_write_text(path: str | Path, text: str, tmp_suffix: str = ".tmp") -> Path:
-    """Replace `path` with `text` atomically (temporary file `<name><tmp_suffix>` beside it, then rename)."""
+def atomic_write_text(path: str | Path, text: str) -> Path:
+    """Replace `path` with `text` atomically: written to a temporary file of this write's own beside it
+    (`.<name>.<random>.tmp`), then renamed over `path`.  Two writers of one file never share a temporary name,
+    so a reader sees one whole text or the other."""
     path = Path(path)
-    tmp = path.with_name(path.name + tmp_suffix)
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:12]}.tmp")
+    try:
+        with open(tmp, "x", encoding="utf-8") as f:  # "x": a name in use is an error, never someone else's file
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        raise
     return path
 
 

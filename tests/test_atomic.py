@@ -127,3 +127,34 @@ def test_sigterm_turned_into_another_exception_by_a_library_still_exits_143(tmp_
                 raise RuntimeError("exporter failed") from inner
     assert exc.value.code == 143
     assert not out.exists() and not [p for p in tmp_path.iterdir() if ".partial-" in p.name]
+
+
+def test_two_writers_of_one_file_never_collide(tmp_path):
+    """Each write stages under a name of its own: with one fixed `<name>.tmp`, a writer renamed the other's half
+    written file into place, or found its own gone (FileNotFoundError)."""
+    import threading
+
+    from labkit.atomic import atomic_write_text
+
+    path = tmp_path / "latest"
+    texts = ["a" * 200_000, "b" * 300_000]
+    errors, seen = [], set()
+
+    def write(text):
+        try:
+            for _ in range(150):
+                atomic_write_text(path, text)
+        except Exception as exc:  # noqa: BLE001 -- the failure the test looks for
+            errors.append(exc)
+
+    writers = [threading.Thread(target=write, args=(t,)) for t in texts]
+    for w in writers:
+        w.start()
+    while any(w.is_alive() for w in writers):
+        if path.exists():
+            seen.add(path.read_text())
+    for w in writers:
+        w.join()
+    assert errors == []
+    assert seen | {path.read_text()} <= set(texts)  # a reader only ever saw one writer's whole text
+    assert _hidden(tmp_path) == []

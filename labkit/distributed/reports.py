@@ -35,7 +35,7 @@ class RankReport:
 
     @staticmethod
     def _write(path: Path, obj) -> None:
-        atomic_write_text(path, json.dumps(obj, ensure_ascii=False), tmp_suffix=f".{os.getpid()}.tmp")
+        atomic_write_text(path, json.dumps(obj, ensure_ascii=False))
 
     def save(self, **facts) -> None:
         self.data.update(facts)
