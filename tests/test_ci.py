@@ -150,7 +150,7 @@ def test_gitlab_template_does_the_same_with_its_junit_report():
 
 
 def test_the_pipelines_publish_the_file_make_test_writes():
-    """tests/test_notebooks.py writes the claims' JUnit where both pipelines look for it."""
-    source = (ROOT / "tests" / "test_notebooks.py").read_text(encoding="utf-8")
-    assert 'OUT = project_root() / "runs" / "pytest"' in source and 'write_junit(OUT / "junit.xml"' in source
+    """tests/course_runs.py writes the English run's claims as JUnit where both pipelines look for it."""
+    source = (ROOT / "tests" / "course_runs.py").read_text(encoding="utf-8")
+    assert 'return RUNS / "pytest" if lang == "en"' in source and 'write_junit(out / "junit.xml"' in source
     assert (ROOT / ".ci" / "run").read_text(encoding="utf-8").rstrip().endswith("make test")  # ours stays make test

@@ -5,21 +5,17 @@ fix claim that still passed would not be proving its fix.  The claim names are p
 or re-tagging a claim is a decision this test makes visible.
 
 Cost: one extra headless run per notebook that has fix claims, at the smallest sizes that keep the
-claims honest (`FAST`): where FIX=False makes both arms identical (02) the fix claims fail whatever the
+claims honest (`course_runs.FAST`): where FIX=False makes both arms identical (02) the fix claims fail whatever the
 budget.  A notebook with no fix claim (06) is checked from its source instead of run again.
 """
 
 import json
-from pathlib import Path
 
 import pytest
 
-from labkit.config import get_config
-from labkit.course import discover, run_notebook
-from labkit.results import project_root
-from labkit.serving.measure import served_stack
+from course_runs import course_run, infos
 
-OUT = project_root() / "runs" / "pytest-fix-off"
+from labkit.serving.measure import served_stack
 
 
 def _gpus() -> int:
@@ -71,19 +67,7 @@ FIX_CLAIMS = {
     | ({"capped GPUs: the sharded arm trains on the same cards"} if _gpus() >= 2 else set()),
 }
 
-# smaller, still honest sizes for the FIX=False runs (the claims they feed do not depend on the budget)
-FAST = {
-    "02_cleaning_pipeline": {"STEPS": 30},  # FIX=False trains both arms on the same records: identical runs
-    # the fix claims read the first step (gradients, step-1 loss); 3 steps keep the curve comparison
-    "03_memory_and_accumulation": {
-        "ACCUM_STEPS": 3,
-        "SEQ_LENS": [64, 256],
-    },  # the grid keeps its largest/smallest cells
-    # the fix claims compare the two servers under load at 16 clients; shorter levels, same levels
-    "08_deployment": {"SECONDS_PER_LEVEL": 5.0, "REQUESTS_PER_LEVEL": 96},
-}
-
-INFOS = {i.stem: i for i in discover(Path(__file__).parents[1] / "notebooks")}
+INFOS = infos()
 
 
 @pytest.mark.notebook
@@ -95,9 +79,7 @@ def test_fix_off_fails_exactly_the_fix_claims(stem):
         # the pin is that the notebook tags no claim as a fix
         assert 'kind="fix"' not in info.path.read_text(encoding="utf-8"), f"{stem}: tags a fix claim; pin it here"
         return
-    cfg = get_config("smoke")
-    params = {"PROFILE": "smoke", "FIX": False, **FAST.get(stem, {})}
-    run = run_notebook(info, OUT, params, "smoke", cfg.cell_timeout, progress=False)
+    run = course_run(stem, fix=False)
     if run.status == "skipped":
         pytest.skip(f"{stem}: {run.reason}")
     assert run.results, f"{stem}: no results.json with FIX=False: {run.reason}"

@@ -322,6 +322,7 @@ NOT_IMPORTED = {
     "jieba",  # Sphinx's Chinese search (sphinx.search.zh) imports it while building the zh_CN site
     "jupyterlab-language-pack-zh-CN",  # JupyterLab's own menus in 中文; tests/test_browser.py asks the server for it
     "pytest-timeout",  # pytest plugin: @pytest.mark.timeout
+    "pytest-xdist",  # pytest plugin: make test's -n 2
     # command-line tools that tests/test_ci.py and tests/test_lint.py run (make lint, the CI checks)
     "pre-commit",
     "ruff",

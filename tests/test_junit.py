@@ -6,7 +6,6 @@ crashed notebook an error naming its cell.
 """
 
 import json
-import sys
 from pathlib import Path
 
 import nbformat
@@ -274,45 +273,20 @@ def test_junit_to_a_directory_is_a_usage_error(tmp_path, capsys):
 
 @pytest.mark.notebook
 def test_fix_off_run_shows_the_fix_claims_as_failures(tmp_path):
-    """The README's `labkit course run --only 03 -p FIX False` with --junit: exactly 03's pinned fix claims
-    (tests/test_fix_switch.py) are <failure>s, its pitfall claims pass, its GPU-only demonstration is <skipped>."""
-    import subprocess
-
+    """This session's `-p FIX False` run of 03 (tests/course_runs.py, the run tests/test_fix_switch.py pins) as JUnit:
+    exactly 03's pinned fix claims are <failure>s, its pitfall claims pass, its GPU-only demonstration is <skipped>."""
     import torch
+    from course_runs import course_run, infos, out_dir
 
     from test_fix_switch import FIX_CLAIMS
 
-    stem, out, junit = "03_memory_and_accumulation", tmp_path / "runs", tmp_path / "junit.xml"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "labkit.cli",
-            "course",
-            "run",
-            "--only",
-            "03",
-            "-p",
-            "FIX",
-            "False",
-            "-p",
-            "ACCUM_STEPS",
-            "3",
-            "--out",
-            str(out),
-            "--junit",
-            str(junit),
-            "--no-progress",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        cwd=ROOT,
-    )
-    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+    stem, junit = "03_memory_and_accumulation", tmp_path / "junit.xml"
+    run = course_run(stem, fix=False)
+    assert run.status == "failed", run.reason[-3000:]
+    write_junit(junit, out_dir(fix=False), [infos()[stem]], "smoke")
     suite = _suites(junit)[stem]
     failed = {c.name for c in suite if c.result and isinstance(c.result[0], Failure)}
-    assert failed == FIX_CLAIMS[stem], proc.stdout[-3000:]
+    assert failed == FIX_CLAIMS[stem], run.reason[-3000:]
     assert suite.errors == 0 and suite.failures == len(FIX_CLAIMS[stem])
     for case in suite:
         if case.name in failed:

@@ -1,32 +1,30 @@
-"""Every course notebook, executed headless through the runner in the smoke profile."""
+"""Every course notebook, executed headless through the runner in the smoke profile.
+
+The run is this session's one English run of the notebook (tests/course_runs.py): the report, the JUnit file, the
+Chinese edition's comparison and the site read the same executed copy.  Longest first, so that two pytest-xdist
+workers finish together; 08 waits for the model 07 saves (course_runs.NEEDS).
+"""
 
 import json
-from pathlib import Path
 
 import pytest
+from course_runs import course_run, infos
 
-from labkit.config import get_config
-from labkit.course import discover, run_notebook
-from labkit.junit import write_junit
-from labkit.report import write_reports
-from labkit.results import project_root
+from labkit import course_times
+from labkit.paths import project_root
 
-INFOS = discover(Path(__file__).parents[1] / "notebooks")
-OUT = project_root() / "runs" / "pytest"  # 08 reads the model 07 saved here
+TIMES = course_times.load(project_root() / course_times.TABLE)["notebooks"]
+# the measured idle seconds of each run (docs/times.json), longest first; a new notebook first of all
+ORDER = sorted(infos(), key=lambda stem: -(course_times.seconds(TIMES.get(stem[:2], {}), "idle") or 1e9))
 
 
 @pytest.mark.notebook
-@pytest.mark.parametrize("info", INFOS, ids=lambda i: i.stem)
-def test_notebook_passes_in_smoke_profile(info):
-    cfg = get_config("smoke")
-    run = run_notebook(info, OUT, {"PROFILE": "smoke"}, "smoke", cfg.cell_timeout, progress=False)
-    # before the verdict, so a failed notebook is in them too: the report, and every claim as a JUnit test case
-    # (runs/pytest/junit.xml, which the CI pipelines publish)
-    write_reports(OUT, INFOS, "smoke")
-    write_junit(OUT / "junit.xml", OUT, INFOS, "smoke")
+@pytest.mark.parametrize("stem", ORDER)
+def test_notebook_passes_in_smoke_profile(stem):
+    run = course_run(stem)
     if run.status == "skipped":
-        pytest.skip(f"{info.stem}: {run.reason}")
+        pytest.skip(f"{stem}: {run.reason}")
     failed = [e for e in (run.results or {}).get("expectations", []) if not e["passed"]]
     assert run.status == "passed" and not failed, (
-        f"{info.stem}: {run.reason}\nfailed: {json.dumps(failed, ensure_ascii=False)}"
+        f"{stem}: {run.reason}\nfailed: {json.dumps(failed, ensure_ascii=False)}"
     )

@@ -4,10 +4,10 @@
   the refusals (no run, a run that stopped before its claims, a skipped run, an --out that is not a site): exit 2,
   one line, nothing written; a Sphinx build of a fake run whose notebook failed a claim shows it as failed
   everywhere; a second edition (`notebooks/zh_CN/`) gets a language switch on every page, one edition none;
-* built from the proof (`notebook`, so it runs after tests/test_notebooks.py in `make test`): the site of the
-  notebooks this session ran, from `runs/pytest/` -> `runs/pytest/site`, its size bounded;
-* in Chromium (`browser`, also `notebook`: it comes last): that site -- or, when this session ran no course, one
-  built from a real run of 00 and 05 made here -- served by `python -m http.server` on loopback and crawled: every
+* built from the proof (`notebook`; it waits for the runs of tests/test_notebooks.py, tests/course_runs.py): the
+  site of the notebooks this session runs, from `runs/pytest/` -> `runs/pytest/site`, its size bounded;
+* in Chromium (`browser`, also `notebook`: it comes last): that site -- or, when this session runs no whole course,
+  one built from this session's runs of 00 and 05 -- served by `python -m http.server` on loopback and crawled: every
   page loads without a console error or a failed request, every image has a size, every internal link and anchor
   resolves, search finds `set_epoch`, 05's claims table shows its pass marks, Chinese text has a CJK font.
 """
@@ -28,14 +28,13 @@ from urllib.parse import urlsplit
 
 import nbformat
 import pytest
+from course_runs import course_run, lock, mark_this_session, out_dir, ran_this_session
 
 from labkit import i18n, site
 from labkit.site_pages import binder_url, guide_times, landing, readme_parts, run_box
 
 ROOT = Path(__file__).resolve().parents[1]
-SESSION_START = time.time()  # imported at collection: a run written after it is this session's
-PYTEST_RUNS = ROOT / "runs" / "pytest"  # where tests/test_notebooks.py runs the course
-BUILT: dict[str, Path] = {}  # the site built from this session's course run, for the browser test
+PYTEST_RUNS = out_dir()  # where tests/test_notebooks.py runs the course
 MAX_BYTES_PER_NOTEBOOK = 1_500_000  # the site's bound: theme (~3 MB) + this per notebook page (plots compressed)
 THEME_BYTES = 4_000_000
 
@@ -255,23 +254,46 @@ def test_a_second_edition_plugs_in_with_a_language_switch_on_every_page(tmp_path
 
 
 # ------------------------------------------------------------------------------------------ built from the proof
-def _this_sessions_course(session) -> list[str]:
-    """The notebooks tests/test_notebooks.py ran into runs/pytest/ in this session (status.json written since)."""
-    stems = [it.callspec.id for it in session.items if it.module.__name__.endswith("test_notebooks")]
-    status = {s: PYTEST_RUNS / s / "status.json" for s in stems}
-    return [s for s, f in status.items() if f.is_file() and f.stat().st_mtime >= SESSION_START]
+def _this_sessions_course(session) -> tuple[list[str], list[str]]:
+    """The notebooks this session runs (tests/test_notebooks.py), and those it also runs in Chinese
+    (tests/test_notebooks_zh.py): their runs, made now or waited for (tests/course_runs.py)."""
+    ran = {it.path.name: [] for it in session.items}
+    for it in session.items:
+        if it.get_closest_marker("notebook") and hasattr(it, "callspec"):
+            ran[it.path.name].append(it.callspec.params.get("stem"))
+    stems = [s for s in ran.get("test_notebooks.py", []) if s]
+    zh = set(s for s in ran.get("test_notebooks_zh.py", []) if s)
+    if "test_the_chinese_start_here_through_the_command_line" in {it.name for it in session.items}:
+        zh.add("00_start_here")
+    for stem in stems:
+        course_run(stem)
+    for stem in sorted(zh):
+        course_run(stem, "zh_CN")
+    return stems, sorted(s for s in zh if s in stems)
+
+
+def _session_site(session) -> tuple[Path | None, list[str], list[str]]:
+    """(folder, notebooks, Chinese notebooks) of the site of this session's course run, runs/pytest/site: built by
+    the first test that asks (in any xdist worker), None when this session runs no course notebook."""
+    stems, zh = _this_sessions_course(session)
+    if not stems:
+        return None, stems, zh
+    out = PYTEST_RUNS / "site"
+    with lock(out):
+        if not ran_this_session(out):
+            r = _site_cli("--runs", str(PYTEST_RUNS), "--out", str(out), "--only", *[s[:2] for s in stems])
+            assert r.returncode == 0, r.stderr[-3000:]
+            print(r.stdout.strip())
+            mark_this_session(out)
+    return out, stems, zh
 
 
 @pytest.mark.notebook
 def test_the_site_is_built_from_this_sessions_course_run(request):
     """`make test`'s own run -> its site (runs/pytest/site); a failed claim there would be shown as failed."""
-    stems = _this_sessions_course(request.session)
-    if not stems:
-        pytest.skip("no course notebook ran in this session (tests/test_notebooks.py builds the run this site needs)")
-    out = PYTEST_RUNS / "site"
-    r = _site_cli("--runs", str(PYTEST_RUNS), "--out", str(out), "--only", *[s[:2] for s in stems])
-    assert r.returncode == 0, r.stderr[-3000:]
-    print(r.stdout.strip())
+    out, stems, zh = _session_site(request.session)
+    if out is None:
+        pytest.skip("no course notebook runs in this session (tests/test_notebooks.py makes the run this site needs)")
     summary = json.loads((out / site.MARKER).read_text())
     for stem in stems:
         results = json.loads((PYTEST_RUNS / stem / "results.json").read_text())
@@ -279,7 +301,6 @@ def test_the_site_is_built_from_this_sessions_course_run(request):
         n_failed = sum(not e["passed"] for e in results["expectations"])
         assert page.count('class="labkit-fail"') == n_failed, stem
         assert page.count('class="labkit-pass"') == len(results["expectations"]) - n_failed, stem
-    zh = sorted(s for s in stems if (PYTEST_RUNS / "zh_CN" / s / "status.json").is_file())  # tests/test_notebooks_zh.py
     if zh:  # the Chinese edition, from the Chinese run: its claims in Chinese, a switch to the English page
         assert summary["editions"] == ["en", "zh_CN"], summary["editions"]
         for stem in zh:
@@ -292,26 +313,24 @@ def test_the_site_is_built_from_this_sessions_course_run(request):
     assert summary["bytes"] < n_editions * THEME_BYTES + MAX_BYTES_PER_NOTEBOOK * (len(stems) + len(zh)), summary[
         "bytes"
     ]
-    BUILT["site"] = out
 
 
 # ------------------------------------------------------------------------------------------ in a browser
 @pytest.fixture(scope="module")
-def served(tmp_path_factory):
+def served(request, tmp_path_factory):
     """(base URL, site folder, runs folder) of a site on a loopback http.server: this session's course site, or one
-    built from a run of 00 and 05 made here."""
+    built from this session's runs of 00 and 05 (made now if no test made them yet)."""
     from test_browser import CHROMIUM, _free_port, _unavailable
 
     if not Path(CHROMIUM).is_file():
         _unavailable(f"no Chromium at {CHROMIUM} (Debian: apt-get install chromium)")
-    out, runs = BUILT.get("site"), PYTEST_RUNS
+    runs, out = PYTEST_RUNS, _session_site(request.session)[0]
     notebooks = json.loads((out / site.MARKER).read_text())["notebooks"] if out else {}
     if not {"00_start_here", "05_samplers_and_seeds"} <= set(notebooks):
-        tmp = tmp_path_factory.mktemp("site")
-        runs, out = tmp / "runs", tmp / "site"
-        cmd = [sys.executable, "-m", "labkit.cli", "course", "run", "--only", "00", "05", "--out", str(runs)]
-        r = subprocess.run([*cmd, "--no-progress"], cwd=ROOT, capture_output=True, text=True, timeout=900)
-        assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
+        for stem in ("00_start_here", "05_samplers_and_seeds"):
+            run = course_run(stem)
+            assert run.status == "passed", f"{stem}: {run.reason[-3000:]}"
+        out = tmp_path_factory.mktemp("site") / "site"
         r = _site_cli("--runs", str(runs), "--out", str(out), "--only", "00", "05")
         assert r.returncode == 0, r.stderr[-3000:]
         print(r.stdout.strip())

@@ -1,0 +1,108 @@
+"""Each course notebook executes once per edition and parameter set in a test session, whoever asks first.
+
+Several tests read the same run: the English smoke run feeds tests/test_notebooks.py, the Chinese edition's
+comparison, the report, the JUnit file and the site; the FIX=False run feeds the fix pins and the JUnit failure
+test.  `course_run(stem, lang, fix)` executes the notebook the first time it is asked for in this session and
+afterwards returns the recorded run.  Under pytest-xdist the workers share the answer through the files: a lock
+per notebook folder (the second worker waits for the first one's run instead of starting its own), and a
+`session.txt` naming the session that wrote the run (`LABKIT_TEST_SESSION`, set in conftest.py), so a folder left
+by an earlier session is never mistaken for this one's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from contextlib import ExitStack
+from pathlib import Path
+
+from filelock import FileLock
+
+from labkit.config import get_config
+from labkit.course import NotebookRun, discover, edition_notebooks, run_notebook
+from labkit.i18n import using
+from labkit.junit import write_junit
+from labkit.paths import project_root
+from labkit.report import write_reports
+
+RUNS = project_root() / "runs"
+PROFILE = "smoke"
+
+# smaller, still honest sizes for the FIX=False runs (the fix claims they feed do not depend on the budget)
+FAST = {
+    "02_cleaning_pipeline": {"STEPS": 30},  # FIX=False trains both arms on the same records: identical runs
+    # the fix claims read the first step (gradients, step-1 loss); 3 steps keep the curve comparison
+    "03_memory_and_accumulation": {
+        "ACCUM_STEPS": 3,
+        "SEQ_LENS": [64, 256],
+    },  # the grid keeps its largest/smallest cells
+    # the fix claims compare the two servers under load at 16 clients; shorter levels, same levels
+    "08_deployment": {"SECONDS_PER_LEVEL": 5.0, "REQUESTS_PER_LEVEL": 96},
+}
+
+# a notebook that reads another's output in the same folder runs after it: 08 serves the model 07 saved
+NEEDS = {"08_deployment": ["07_multitask_distributed_training"]}
+
+
+def out_dir(lang: str = "en", fix: bool = True) -> Path:
+    """The folder a run writes to: runs/pytest (the site reads its Chinese edition from runs/pytest/zh_CN),
+    runs/pytest-fix-off[-zh_CN] for FIX=False."""
+    if fix:
+        return RUNS / "pytest" if lang == "en" else RUNS / "pytest" / lang
+    return RUNS / ("pytest-fix-off" if lang == "en" else f"pytest-fix-off-{lang}")
+
+
+def infos(lang: str = "en") -> dict:
+    folder = project_root() / "notebooks" if lang == "en" else edition_notebooks(lang)
+    return {i.stem: i for i in discover(folder)}
+
+
+def session() -> str:
+    return os.environ["LABKIT_TEST_SESSION"]
+
+
+def lock(folder: Path) -> FileLock:
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    return FileLock(str(folder) + ".lock")
+
+
+def mark_this_session(folder: Path) -> None:
+    (folder / "session.txt").write_text(session(), encoding="utf-8")
+
+
+def ran_this_session(folder: Path) -> bool:
+    marker = folder / "session.txt"
+    return marker.is_file() and marker.read_text(encoding="utf-8") == session() and (folder / "status.json").is_file()
+
+
+def recorded(folder: Path) -> NotebookRun:
+    """The run `run_notebook` recorded in `folder` (status.json, and results.json when the notebook wrote one)."""
+    run = NotebookRun(**json.loads((folder / "status.json").read_text(encoding="utf-8")))
+    results = folder / "results.json"
+    run.results = json.loads(results.read_text(encoding="utf-8")) if results.is_file() else None
+    return run
+
+
+def course_run(stem: str, lang: str = "en", fix: bool = True) -> NotebookRun:
+    """This session's run of notebook `stem` in edition `lang` (FIX=False with `fix=False`), executed now if no
+    test asked for it before."""
+    out = out_dir(lang, fix)
+    with ExitStack() as held:
+        for other in NEEDS.get(stem, []) if fix else []:
+            course_run(other, lang, fix)
+        held.enter_context(lock(out / stem))
+        if ran_this_session(out / stem):
+            return recorded(out / stem)
+        info = infos(lang)[stem]
+        params = {"PROFILE": PROFILE} if fix else {"PROFILE": PROFILE, "FIX": False, **FAST.get(stem, {})}
+        with using(None if lang == "en" else lang):
+            run = run_notebook(info, out, params, PROFILE, get_config(PROFILE).cell_timeout, progress=False)
+        mark_this_session(out / stem)
+    if fix and lang == "en":
+        # the report and every claim as a JUnit test case (runs/pytest/junit.xml, which the CI pipelines publish),
+        # written after each run so that a failed notebook is in them too
+        with lock(out / "report"):
+            every = list(infos(lang).values())
+            write_reports(out, every, PROFILE)
+            write_junit(out / "junit.xml", out, every, PROFILE)
+    return run
