@@ -82,7 +82,7 @@ class Results:
         if kind is not None:
             entry["kind"] = kind
         self.expectations.append(entry)
-        mark = "PASS" if passed else "FAIL"
+        mark = _("PASS") if passed else _("FAIL")
         # the name stays the key (the same in every edition); the learner reads it in the course language
         print(
             _("[{mark}] {name}: observed {observed}; expected {expected}").format(
@@ -94,7 +94,7 @@ class Results:
     def skip(self, name: str, reason: str) -> None:
         """Record a demonstration this machine cannot run (shown as SKIP in the report, with the reason)."""
         self.skipped.append({"name": name, "reason": reason})
-        print(_("[SKIP] {name}: {reason}").format(name=claim(self.notebook, name), reason=reason))
+        print(_("[{mark}] {name}: {reason}").format(mark=_("SKIP"), name=claim(self.notebook, name), reason=reason))
 
     def metric(self, name: str, value: Any) -> Any:
         self.metrics[name] = _jsonable(value)

@@ -97,7 +97,7 @@ QUESTIONS: dict[str, Question] = {
                 "tokens). How many times more step memory will the largest configuration need than the smallest?"
             ),
             "expect:largest vs smallest configuration",
-            "x",
+            N_("x"),  # a multiplier: 倍 in Chinese
             ("factor", 1.5),
             N_(
                 "Activations grow with batch x length, and attention's scores with length squared, but at 256 tokens "
@@ -180,7 +180,7 @@ QUESTIONS: dict[str, Question] = {
                 "will 16 simultaneous clients get compared with 1 client?"
             ),
             "metric:qps_c16_over_c1",
-            "x",
+            N_("x"),
             ("factor", 2.0),
             N_(
                 "About 2-3x on a 2-core CPU, not 16x: the batcher gathers concurrent requests into one model call, and "
@@ -196,7 +196,7 @@ QUESTIONS: dict[str, Question] = {
                 "FSDP than under DDP?"
             ),
             "metric:ms_per_step_ratio_sharded_vs_ddp",
-            "x",
+            N_("x"),
             ("factor", 2.0),
             N_(
                 "About 3x on this tiny model on 2 idle CPU cores (up to 5x on a busy machine): every one of its blocks all-gathers its parameters "

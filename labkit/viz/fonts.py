@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import warnings
 
+from labkit.i18n import _
+
 # Preferred families, best first; any of them has full GB2312 coverage.
 CJK_FAMILIES = [
     "WenQuanYi Micro Hei",
@@ -48,7 +50,7 @@ def configure(strict: bool = False) -> str | None:
 
     fam = find_cjk_font()
     if fam is None:
-        msg = (
+        msg = _(
             "no CJK font found: Chinese plot labels will render as boxes. "
             "Fix: apt-get install fonts-wqy-microhei (or run `make setup`)."
         )
