@@ -10,9 +10,11 @@ A sharded (FSDP) model's checkpoint holds DCP files instead of model.safetensors
 its own shards of the model and optimizer (``.metadata``, ``__<rank>_0.distcp``), rank 0 the rest of
 state.pt; it loads at another world size (`labkit.distributed.sharding`).
 
-Writes are atomic (`labkit.atomic.publish`): everything goes to a hidden sibling
-directory that is renamed into place, then ``latest`` (a one-line file) is replaced;
-a crash mid-save leaves the previous checkpoint and pointer intact.
+Writes are atomic: everything goes to a hidden sibling directory that is renamed to a name no checkpoint
+holds yet, then ``latest`` (a one-line file) is replaced in one rename, and only then are older checkpoints
+removed.  So ``latest`` always names a complete checkpoint: a crash at any point of a save leaves the previous
+checkpoint and pointer intact.  A step saved again (a run resumed before it) goes to ``step-000120.1`` beside
+the one ``latest`` still names, never over it.
 """
 
 from __future__ import annotations
@@ -55,15 +57,44 @@ def set_rng_state(state: dict[str, Any]) -> None:
         torch.cuda.set_rng_state_all(state["cuda"])
 
 
+def _order(path: Path) -> tuple[int, int]:
+    """(step, copy) of `step-000120` (0) or `step-000120.1` (a later save of the same step); (-1, -1) if neither."""
+    step, _, copy = path.name.removeprefix("step-").partition(".")
+    return (int(step), int(copy or 0)) if step.isdigit() and (copy.isdigit() or not copy) else (-1, -1)
+
+
+def _fresh(ckpt_dir: Path, step: int) -> Path:
+    """Where checkpoint `step` goes: `step-NNNNNN`, or the next `step-NNNNNN.K` when that step is saved already."""
+    final, copy = ckpt_dir / f"step-{step:06d}", 0
+    while final.exists():
+        copy += 1
+        final = ckpt_dir / f"step-{step:06d}.{copy}"
+    return final
+
+
+def _switch(ckpt_dir: Path, final: Path, keep: int) -> None:
+    """Point `latest` at the complete checkpoint `final` (one rename), then remove the older ones: other copies of
+    its step, and all but the newest `keep` (counting `final`, which always stays; `keep` <= 0: all stay)."""
+    atomic_write_text(ckpt_dir / "latest", final.name + "\n")
+    if keep <= 0:
+        return
+    step = _order(final)[0]
+    others = sorted((p for p in ckpt_dir.glob("step-*") if p.is_dir() and p != final), key=_order)
+    stale = [p for p in others if _order(p)[0] == step]
+    older = [p for p in others if _order(p)[0] not in (step, -1)]
+    for p in stale + older[: max(0, len(older) - (keep - 1))]:
+        shutil.rmtree(p, ignore_errors=True)
+
+
 def save_checkpoint(
     ckpt_dir: str | Path, step: int, model, optimizer, scheduler, data_pos: dict, meta: dict, keep: int = 2
 ) -> Path:
-    """Atomically write checkpoint `step` under `ckpt_dir`; keeps the newest `keep`."""
+    """Atomically write checkpoint `step` under `ckpt_dir` and point `latest` at it; keeps the newest `keep`."""
     from safetensors.torch import save_model
 
     ckpt_dir = Path(ckpt_dir)
     ckpt_dir.mkdir(parents=True, exist_ok=True)
-    final = ckpt_dir / f"step-{step:06d}"
+    final = _fresh(ckpt_dir, step)
     with publish(final, directory=True) as (tmp,):
         save_model(model, str(tmp / "model.safetensors"))
         torch.save(
@@ -77,10 +108,7 @@ def save_checkpoint(
             tmp / "state.pt",
         )
         (tmp / "meta.json").write_text(json.dumps({"step": step, **meta}, ensure_ascii=False, indent=1, default=str))
-    atomic_write_text(ckpt_dir / "latest", final.name + "\n")
-    old = sorted(p for p in ckpt_dir.glob("step-*") if p.is_dir())
-    for p in old[:-keep] if keep > 0 else []:
-        shutil.rmtree(p, ignore_errors=True)
+    _switch(ckpt_dir, final, keep)
     return final
 
 
@@ -100,11 +128,12 @@ def save_sharded_checkpoint(
 
     All ranks write their shards into one hidden staging directory; after a barrier rank 0 adds
     state.pt (scheduler, RNG, data position; the optimizer is in the shards) and meta.json, renames it
-    into place and moves `latest`."""
+    to a name no checkpoint holds yet and points `latest` at it."""
     from labkit.distributed.sharding import save_sharded
 
     ckpt_dir = Path(ckpt_dir)
-    final = ckpt_dir / f"step-{step:06d}"
+    # every rank sees the same folder here (the previous save ended with a barrier), so all name it alike
+    final = _fresh(ckpt_dir, step)
     staging = ckpt_dir / f".{final.name}.partial"  # one name every rank agrees on (not a per-process temp)
     if is_main:
         shutil.rmtree(staging, ignore_errors=True)
@@ -120,12 +149,8 @@ def save_sharded_checkpoint(
         (staging / "meta.json").write_text(
             json.dumps({"step": step, **meta}, ensure_ascii=False, indent=1, default=str)
         )
-        shutil.rmtree(final, ignore_errors=True)
         staging.rename(final)
-        atomic_write_text(ckpt_dir / "latest", final.name + "\n")
-        old = sorted(p for p in ckpt_dir.glob("step-*") if p.is_dir())
-        for p in old[:-keep] if keep > 0 else []:
-            shutil.rmtree(p, ignore_errors=True)
+        _switch(ckpt_dir, final, keep)
     barrier()
     return final
 
