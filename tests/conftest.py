@@ -4,6 +4,8 @@ read every run (the site) last -- so that two pytest-xdist workers (`make test`)
 import os
 import uuid
 
+import pytest
+
 # Tests start child processes; one thread each keeps 2 cores usable.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
@@ -30,6 +32,13 @@ def _rank(item) -> tuple[int, int]:
 
 def pytest_collection_modifyitems(config, items):
     items.sort(key=_rank)  # stable: the order within each rank is the files' own
+    for item in items:
+        # a module-scoped fixture (a server, a release, an export) is built once per worker that runs its module's
+        # tests: keep those tests on one worker (`--dist loadgroup`)
+        defs = getattr(item, "_fixtureinfo", None)
+        scopes = {d[-1].scope for d in defs.name2fixturedefs.values()} if defs else set()
+        if "module" in scopes and item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
 
 
 # ---- the time of each part (CI prints it: issue 28) ------------------------------------------------------------
