@@ -9,7 +9,8 @@ pointer files) is written here:
   `.<name>.partial-<pid>` (a file, or with `directory=True` a folder) and, when the block
   ends normally, renames them over `finals` in the order given -- the last one (a report)
   appears last, so its presence means the others are complete.  If the block raises, or
-  the process gets SIGTERM meanwhile, the partial outputs are removed; after SIGKILL they
+  the process gets SIGTERM meanwhile (and no SIGTERM handler of the program's own lets it
+  go on), the partial outputs are removed; after SIGKILL they
   stay hidden under their `.partial-<pid>` names, and the next `publish` of the same
   outputs removes those of processes that are gone.
 
@@ -87,25 +88,35 @@ def remove_stale(parent: str | Path, prefix: str) -> list[Path]:
 
 @contextlib.contextmanager
 def _sigterm_raises() -> Iterator[dict]:
-    """In this process's main thread, SIGTERM raises SystemExit(143) (so `finally` blocks run) until the block ends.
+    """In this process's main thread, SIGTERM during the block ends it through its cleanup; the SIGTERM handler in
+    place before is back when the block ends.
 
-    Children forked meanwhile (cleaning's worker pool) inherit the handler; in them it does
-    what SIGTERM does by default."""
+    SIGTERM goes to that handler first, if one was installed: it decides what SIGTERM means here (a server's graceful
+    stop returns, and the block goes on; one that raises ends the block through its cleanup).  Where SIGTERM had its
+    default action, SystemExit(143) is raised, so `finally` blocks run; ignored stays ignored.  A handler Python did
+    not install (C code's) could not be put back, so it is left in place.  Children forked meanwhile (cleaning's worker
+    pool) inherit the handler; in them SIGTERM does what it did before the block."""
     received: dict = {}
-    if threading.current_thread() is not threading.main_thread():
+    previous = signal.getsignal(signal.SIGTERM)
+    if threading.current_thread() is not threading.main_thread() or previous is None:
         yield received
         return
     owner = os.getpid()
 
     def handler(signum, frame):
         if os.getpid() != owner:
-            signal.signal(signum, signal.SIG_DFL)
+            signal.signal(signum, previous)
             os.kill(os.getpid(), signum)
+            return
+        if callable(previous):
+            previous(signum, frame)
+            return
+        if previous == signal.SIG_IGN:
             return
         received["signum"] = signum
         raise SystemExit(128 + signum)
 
-    previous = signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGTERM, handler)
     try:
         yield received
     finally:

@@ -158,3 +158,43 @@ def test_two_writers_of_one_file_never_collide(tmp_path):
     assert errors == []
     assert seen | {path.read_text()} <= set(texts)  # a reader only ever saw one writer's whole text
     assert _hidden(tmp_path) == []
+
+
+def test_sigterm_goes_to_the_programs_own_handler_which_is_back_after_the_block(tmp_path):
+    """A program with its own SIGTERM handler (a server's graceful stop) keeps it: inside `publish` the handler is
+    called and decides (here: go on, so the outputs are published); after the block it is the handler again.  The
+    old `publish` raised SystemExit in its place."""
+    import signal
+
+    calls = []
+
+    def graceful(signum, frame):
+        calls.append(signum)
+
+    def stop_now(signum, frame):
+        raise KeyboardInterrupt("stop")
+
+    before = signal.signal(signal.SIGTERM, graceful)
+    try:
+        out = tmp_path / "report.json"
+        with publish(out) as (staged,):
+            staged.write_text("{}")
+            os.kill(os.getpid(), signal.SIGTERM)
+            for _ in range(10_000):  # the handler runs at the next bytecode boundary, inside this block
+                pass
+        assert calls == [signal.SIGTERM] and out.read_text() == "{}"
+        assert signal.getsignal(signal.SIGTERM) is graceful
+        signal.signal(signal.SIGTERM, stop_now)  # a handler that ends the program: the partial output goes
+        with pytest.raises(KeyboardInterrupt):
+            with publish(tmp_path / "clean.jsonl") as (staged,):
+                staged.write_text("half")
+                os.kill(os.getpid(), signal.SIGTERM)
+                for _ in range(10_000):
+                    pass
+        assert signal.getsignal(signal.SIGTERM) is stop_now and _hidden(tmp_path) == []
+        assert not (tmp_path / "clean.jsonl").exists()
+    finally:
+        signal.signal(signal.SIGTERM, before)
+    with publish(tmp_path / "x") as (staged,):
+        staged.write_text("x")
+    assert signal.getsignal(signal.SIGTERM) == before
