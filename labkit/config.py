@@ -8,7 +8,6 @@ parameters override profile values through `get_config(profile, **overrides)`.
 from __future__ import annotations
 
 import dataclasses
-import os
 import random
 from dataclasses import dataclass, field
 
@@ -201,7 +200,11 @@ def bf16_supported(device) -> bool:
 
 
 def seed_everything(seed: int) -> None:
-    """Seed python, numpy and torch (all devices) so a run is repeatable."""
+    """Seed python, numpy and torch (all devices) so a run is repeatable.
+
+    Not `PYTHONHASHSEED`: the interpreter reads it once, at start, so setting it here changes nothing in this
+    process and would only leak into every child it starts.  What must not depend on str hashes does not (the
+    near-duplicate signatures: tests/test_cleaning_units.py runs them under two hash seeds)."""
     import torch
 
     random.seed(seed)
@@ -209,7 +212,6 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
     if torch.cuda.is_available():
         torch.cuda.manual_seed_all(seed)
-    os.environ["PYTHONHASHSEED"] = str(seed)
 
 
 def set_threads(n: int = 0, preset: str = "tiny", processes: int = 1) -> int:

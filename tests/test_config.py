@@ -1,3 +1,4 @@
+import os
 import random
 
 import numpy as np
@@ -37,6 +38,14 @@ def test_seed_everything_repeats_all_generators():
     assert draw() == a
     seed_everything(4)
     assert draw() != a
+
+
+def test_seed_everything_leaves_the_environment_alone(monkeypatch):
+    """PYTHONHASHSEED is read once, when an interpreter starts: set here it only leaked into every child."""
+    monkeypatch.delenv("PYTHONHASHSEED", raising=False)
+    before = dict(os.environ)
+    seed_everything(5)
+    assert dict(os.environ) == before
 
 
 def test_device_autodetect_and_clear_error_for_missing_cuda():
