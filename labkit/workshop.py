@@ -65,7 +65,9 @@ start Jupyter inside it, the notebooks read `data_samples/` here and write their
 LEARNER_INTRO = N_("""Each notebook ends with exercises. In every cell that says `# YOUR CODE HERE`, replace the `...` with your
 answer, run it, then run the check cell below it: it prints `✅ pass` or `❌ fail: <hint>`.""")
 SOLUTIONS_INTRO = N_("""The solutions: the same notebooks with every exercise solved (the answer sits between `### BEGIN SOLUTION`
-and `### END SOLUTION`). Read them after you tried the exercises yourself.""")
+and `### END SOLUTION`). Read them after you tried the exercises yourself. `ANSWERS.md` is the instructor's part
+of the workshop guide: what to point at in each notebook and the wrong answers each check names.""")
+ANSWERS = "ANSWERS.md"  # the solutions release's copy of docs/[<lang>/]instructor/answers.md; never in a learner's
 LEARNER_RUN_ALL = N_("""A check cell on an unsolved exercise fails on purpose: it prints `❌ fail: <hint>` and raises an error, and
 Jupyter stops "Run All" there -- the cells below it, including the notebook's last cell (which writes
 `runs/<notebook>/results.json`), do not run. Most exercises come after the lesson, so everything above them
@@ -273,6 +275,7 @@ def write_release(
     guide: str | Path | None = None,
     title: str = "labkit course",
     language: str | None = None,
+    answers: str | Path | None = None,
 ) -> list[Path]:
     """Write the learner release of the instructor `notebooks` to `out`; returns the notebooks written.
 
@@ -280,7 +283,10 @@ def write_release(
     `data_dir` (default: `data_samples/` beside the notebooks' folder, else the root's) is copied alongside; `guide` (default:
     `docs/workshop.md` beside the notebooks' folder) names the agenda's exercises in the README. The marker
     `.labkit-release.json` at `out`'s root makes `out` the course's root for the notebooks run inside it; its
-    `language` (`language`, default English) is the language of the checks and reports run there."""
+    `language` (`language`, default English) is the language of the checks and reports run there. The solutions
+    release also gets `ANSWERS.md` from `answers` (default: `docs/instructor/answers.md` beside the notebooks' folder,
+    `docs/<language>/instructor/answers.md` for a translated edition): the guide's answers, which the learner
+    release never carries."""
     import nbformat
 
     from labkit.results import project_root
@@ -316,6 +322,12 @@ def write_release(
     with using(language):
         text = readme([p.name for p in paths], Path(guide) if guide else None, solutions, title)
     (out / "README.md").write_text(text, encoding="utf-8")
+    if answers is None:
+        edition = "" if language in (None, SOURCE) else language
+        answers = beside / "docs" / edition / "instructor" / "answers.md"
+    (out / ANSWERS).unlink(missing_ok=True)  # a learner release written over a solutions one loses it too
+    if solutions and Path(answers).is_file():
+        shutil.copyfile(answers, out / ANSWERS)
     marker = {
         "labkit_release": MARKER_VERSION,
         "kind": "solutions" if solutions else "learner",

@@ -693,8 +693,8 @@ def test_quiz_options_match_the_notebook(ex):
 
 
 def _guide_lines() -> dict[str, list[str]]:
-    """docs/workshop.md's common wrong answers: exercise id -> the wrong answers its line lists."""
-    text = (ROOT / "docs" / "workshop.md").read_text(encoding="utf-8")
+    """docs/instructor/answers.md (the guide's instructor-only part): exercise id -> the wrong answers its line lists."""
+    text = (ROOT / "docs" / "instructor" / "answers.md").read_text(encoding="utf-8")
     section = text.split("## Common wrong answers", 1)[1].split("\n## ", 1)[0]
     out = {}
     for line in section.splitlines():
