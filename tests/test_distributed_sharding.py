@@ -232,3 +232,21 @@ def test_a_notebook_run_twice_trains_again_instead_of_resuming_its_finished_chec
     for _ in range(2):  # the second time <name>/ckpt holds step 2 of 2: resuming it would train nothing
         ranks = runs.launch("again", 2, "ddp", "--ckpt-every", "2")
         assert [r["history"]["steps"] for r in ranks.values()] == [[1, 2], [1, 2]]
+
+
+def test_a_sharded_checkpoint_saves_and_loads_in_one_plain_process_without_warnings(tmp_path):
+    import warnings
+
+    import torch
+
+    from labkit.distributed.sharding import load_sharded, save_sharded
+    from labkit.model import build_model
+
+    torch.manual_seed(0)
+    saved, loaded = build_model("tiny", 64), build_model("tiny", 64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # DCP's "assuming the intent is to load in a single process" would raise
+        save_sharded(tmp_path / "ckpt", saved)
+        load_sharded(tmp_path / "ckpt", loaded)
+    for (name, a), b in zip(saved.state_dict().items(), loaded.state_dict().values()):
+        assert torch.equal(a, b), name

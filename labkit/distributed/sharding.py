@@ -14,6 +14,8 @@ other shards live on the other ranks -- and `full_state_dict` is how to get one 
 
 from __future__ import annotations
 
+import contextlib
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -92,10 +94,26 @@ def _options(full: bool):
     return StateDictOptions(full_state_dict=full, cpu_offload=full)
 
 
+@contextlib.contextmanager
+def _dcp_call():
+    """Yields whether a process group is up (DCP's `no_dist` is its negation). Outside one -- a notebook's kernel
+    reading a checkpoint, one plain process -- a single process is what is meant, so DCP's warning that it
+    "assumes the intent" is not shown (torch warns even when told `no_dist=True`)."""
+    import torch.distributed as dist
+
+    in_a_job = dist.is_available() and dist.is_initialized()
+    with warnings.catch_warnings():
+        if not in_a_job:
+            warnings.filterwarnings(
+                "ignore", "torch.distributed is disabled, unavailable or uninitialized", UserWarning
+            )
+        yield in_a_job
+
+
 def save_sharded(path: str | Path, model: torch.nn.Module, optimizer=None) -> None:
     """Every rank writes its own shards of the model (and optimizer) to the DCP directory `path`.
 
-    A collective: call it on every rank."""
+    A collective: call it on every rank (or in one plain process, which writes the whole model)."""
     import torch.distributed.checkpoint as dcp
     from torch.distributed.checkpoint.state_dict import get_state_dict
 
@@ -106,7 +124,8 @@ def save_sharded(path: str | Path, model: torch.nn.Module, optimizer=None) -> No
     else:
         msd, osd = get_state_dict(model, optimizer, options=_options(False))
         state = {"model": msd, "optimizer": osd}
-    dcp.save(state, checkpoint_id=str(path))
+    with _dcp_call() as in_a_job:
+        dcp.save(state, checkpoint_id=str(path), no_dist=not in_a_job)
 
 
 def load_sharded(path: str | Path, model: torch.nn.Module, optimizer=None) -> None:
@@ -116,7 +135,8 @@ def load_sharded(path: str | Path, model: torch.nn.Module, optimizer=None) -> No
 
     msd, osd = get_state_dict(model, optimizer if optimizer is not None else [], options=_options(False))
     state = {"model": msd, **({"optimizer": osd} if optimizer is not None else {})}
-    dcp.load(state, checkpoint_id=str(path))
+    with _dcp_call() as in_a_job:
+        dcp.load(state, checkpoint_id=str(path), no_dist=not in_a_job)
     set_state_dict(
         model,
         optimizer if optimizer is not None else [],

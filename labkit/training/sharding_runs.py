@@ -9,6 +9,7 @@ and its time per step; `per_rank_table` sets them beside the memory model's ZeRO
 from __future__ import annotations
 
 import dataclasses
+import logging
 import shutil
 from pathlib import Path
 
@@ -96,7 +97,15 @@ def inspect_state_dict_file(path: str | Path, model) -> dict:
     import torch
 
     path = Path(path)
-    sd = torch.load(path, map_location="cpu", weights_only=True)
+    # the DTensors' device mesh names process groups that lived in the job that wrote the file; unpickled here, outside
+    # any job, torch warns that it cannot find them (a warning for torch.compile users, not for this inspection)
+    mesh_log = logging.getLogger("torch.distributed.device_mesh")
+    level = mesh_log.level
+    mesh_log.setLevel(logging.ERROR)
+    try:
+        sd = torch.load(path, map_location="cpu", weights_only=True)
+    finally:
+        mesh_log.setLevel(level)
     dtensors = [k for k, v in sd.items() if hasattr(v, "to_local")]
     local = sum(v.to_local().numel() if hasattr(v, "to_local") else v.numel() for v in sd.values())
     whole = sum(p.numel() for p in model.state_dict().values())
