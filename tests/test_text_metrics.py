@@ -1,6 +1,6 @@
 import pytest
 
-from labkit.text.metrics import keyword_f1, repetition_rate, rouge_l
+from labkit.text.metrics import keyword_f1, repetition_rate, rouge_l, stuck_in_a_loop
 
 
 def test_rouge_l_char_level():
@@ -32,3 +32,8 @@ def test_repetition_rate():
     assert repetition_rate("哈哈哈哈哈哈") == pytest.approx(0.75)
     assert repetition_rate("好好") == 0.0
     assert repetition_rate("发布会发布会发布会") > 0.5
+
+
+def test_a_title_stuck_in_a_loop():
+    assert stuck_in_a_loop("1" * 48) and stuck_in_a_loop("新增学位3666666") and not stuck_in_a_loop("新增学位366666")
+    assert not stuck_in_a_loop("南京机场客流同比增长2.5%") and not stuck_in_a_loop("") and stuck_in_a_loop("哈哈哈", run=3)

@@ -34,6 +34,19 @@ def test_step_peak_grows_with_batch_and_alpha_is_recovered():
     assert mm.fit_alpha(shape, 1000, pts) == pytest.approx(1.7)
 
 
+def test_timed_step_peak_reports_the_spread_of_the_same_step_repeated():
+    model = small_model(len(tokenizer()))
+    out = mm.timed_step_peak(model, collator(64)(examples()[:8]), repeats=2)
+    assert out["peak_mb"] > 0 and out["step_s"] > 0
+    # (max - min) / median of 3 peaks of one setting: the noise a comparison of settings is read against
+    assert 0.0 <= out["peak_spread"] < 1.0
+
+
+def test_a_change_reads_against_the_noise_it_must_exceed():
+    assert mm.against_noise(0.119, 0.02) == "more" and mm.against_noise(-0.3, 0.02) == "less"
+    assert mm.against_noise(0.05, 0.08) == "within" and mm.against_noise(-0.08, 0.08) == "within"
+
+
 def test_t5_large_needs_accumulation_on_16gb():
     P = count_parameters("t5-large")
     assert 700e6 < P < 780e6  # the published 738M

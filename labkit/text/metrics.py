@@ -65,6 +65,16 @@ def repetition_rate(text: str, n: int = 3) -> float:
     return 1.0 - len(set(grams)) / len(grams)
 
 
+def stuck_in_a_loop(text: str, run: int = 6) -> bool:
+    """Whether a generated text is stuck in a run of one character, `run` times or more in a row -- a tiny
+    model's commonest loop (`1111…`, `增长4444444…`).
+
+    >>> stuck_in_a_loop("亩产8999999公斤"), stuck_in_a_loop("同比增长29.0%")
+    (True, False)
+    """
+    return re.search(rf"(.)\1{{{run - 1},}}", text or "") is not None
+
+
 def duplicate_rate(outputs: Iterable[str]) -> float:
     """Share of outputs that repeat an earlier output word for word (0 = all different).
 

@@ -263,14 +263,29 @@ def largest_fitting_batch(
     return best
 
 
+def against_noise(change: float, spread: float) -> str:
+    """How a setting's relative change in measured peak reads against the measurement's own spread: "within" it,
+    or beyond it as "more" or "less" memory."""
+    if abs(change) <= spread:
+        return "within"
+    return "more" if change > 0 else "less"
+
+
 def timed_step_peak(model, batch: dict, device="cpu", repeats: int = 3, **step_kw) -> dict:
-    """Median seconds of a training step and its measured peak (for checkpointing / bf16 comparisons)."""
+    """Median seconds of a training step, its median measured peak and how far the peaks of the same step spread
+    over `repeats + 1` measurements (`peak_spread`, (max - min) / median: the measurement's own noise, against
+    which a comparison of settings is read)."""
     import statistics
 
-    peak = training_step_peak(model, batch, device=device, **step_kw)
+    peaks = [training_step_peak(model, batch, device=device, **step_kw)]
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
-        training_step_peak(model, batch, device=device, **step_kw)
+        peaks.append(training_step_peak(model, batch, device=device, **step_kw))
         times.append((time.perf_counter() - t0) / 2)  # training_step_peak runs two steps
-    return {"peak_mb": peak / 2**20, "step_s": statistics.median(times)}
+    mid = statistics.median(peaks)
+    return {
+        "peak_mb": mid / 2**20,
+        "peak_spread": (max(peaks) - min(peaks)) / mid if mid else 0.0,
+        "step_s": statistics.median(times),
+    }
