@@ -36,4 +36,6 @@ def test_repetition_rate():
 
 def test_a_title_stuck_in_a_loop():
     assert stuck_in_a_loop("1" * 48) and stuck_in_a_loop("新增学位3666666") and not stuck_in_a_loop("新增学位366666")
-    assert not stuck_in_a_loop("南京机场客流同比增长2.5%") and not stuck_in_a_loop("") and stuck_in_a_loop("哈哈哈", run=3)
+    assert (
+        not stuck_in_a_loop("南京机场客流同比增长2.5%") and not stuck_in_a_loop("") and stuck_in_a_loop("哈哈哈", run=3)
+    )
