@@ -1,0 +1,143 @@
+"""The doctor corpus (issue #29 item 4): its integrity, and the scoring arithmetic of labkit.doctor.corpus.
+
+The recall / false-alarm line itself is tested with the doctor's improvement, not here.
+None of these tests runs the doctor on the held-out third.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+
+import pytest
+
+from labkit.doctor import corpus
+from labkit.doctor.script import CHECKS
+
+ROOT = corpus.CORPUS_DIR
+DOC = json.loads((ROOT / "labels.json").read_text(encoding="utf-8"))
+ENTRIES = DOC["scripts"]
+PERMISSIVE = {"MIT", "Apache-2.0", "BSD-2-Clause", "BSD-3-Clause"}
+
+
+def test_at_least_60_scripts_every_file_labelled_once():
+    files = sorted(p.name for p in (ROOT / "scripts").glob("*.py"))
+    assert len(files) >= 60
+    assert sorted(e["file"] for e in ENTRIES) == files  # no unlabelled script, no label without a script
+    assert all(re.fullmatch(r"\d{3}_[a-z0-9_]+\.py", f) for f in files)
+
+
+@pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e["file"])
+def test_provenance_licence_and_header(entry):
+    assert re.fullmatch(r"[\w.-]+/[\w.-]+", entry["repo"])
+    assert re.fullmatch(r"[0-9a-f]{40}", entry["commit"])
+    assert entry["path"].endswith(".py") and entry["licence"] in PERMISSIVE and entry["copyright"].strip()
+    assert (ROOT / entry["licence_file"]).is_file()
+    head = (ROOT / "scripts" / entry["file"]).read_text(encoding="utf-8").splitlines()[:5]
+    assert f"# repo: {entry['repo']}  path: {entry['path']}" in head
+    assert f"# commit: {entry['commit']}" in head
+    assert any(line.startswith(f"# licence: {entry['licence']};") for line in head)
+
+
+@pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e["file"])
+def test_labels_use_codes_of_the_contract_with_reasons(entry):
+    assert set(entry["findings"]) <= set(corpus.CONTRACT)
+    assert set(entry["unknown"]) <= set(corpus.CONTRACT)
+    assert not set(entry["findings"]) & set(entry["unknown"])  # a concern is either found or unknown
+    for code in entry["findings"]:
+        assert code in entry["notes"], f"no reason written for {code}"
+    for code in entry["unknown"]:
+        assert code in entry["unknown_notes"], f"no reason written for unknown {code}"
+    ast.parse((ROOT / "scripts" / entry["file"]).read_text(encoding="utf-8"))  # the doctor can read it
+
+
+def test_contract_is_the_doctors_codes_plus_model_not_wrapped():
+    assert set(corpus.CONTRACT) == set(CHECKS) | {"model_not_wrapped"}
+
+
+def test_heldout_is_a_third_drawn_with_the_recorded_seed():
+    import random
+
+    names = sorted(e["file"] for e in ENTRIES)
+    held = {e["file"] for e in ENTRIES if e["split"] == "heldout"}
+    assert {e["split"] for e in ENTRIES} == {"dev", "heldout"}
+    assert len(held) == len(names) // 3
+    assert held == set(random.Random(DOC["split"]["seed"]).sample(names, len(names) // 3))
+
+
+def test_corpus_spans_the_areas_the_issue_names():
+    areas = {e["area"] for e in ENTRIES}
+    assert {"cv", "nlp", "speech", "diffusion", "llm", "chinese"} <= areas
+
+
+# ---- the scoring arithmetic, on a corpus made here ----
+def _corpus(tmp_path, scripts: dict[str, tuple[str, list[str], list[str]]]):
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "LICENSES").mkdir()
+    (tmp_path / "LICENSES" / "a__b.txt").write_text("MIT")
+    entries = []
+    for i, (name, (src, findings, unknown)) in enumerate(scripts.items()):
+        (tmp_path / "scripts" / name).write_text(src)
+        entries.append(
+            {
+                "file": name,
+                "repo": "a/b",
+                "path": name,
+                "commit": "0" * 40,
+                "licence": "MIT",
+                "copyright": "c",
+                "licence_file": "LICENSES/a__b.txt",
+                "domain": "toy",
+                "split": "heldout" if i == 0 else "dev",
+                "findings": findings,
+                "unknown": unknown,
+            }
+        )
+    (tmp_path / "labels.json").write_text(json.dumps({"scripts": entries}))
+    return tmp_path
+
+
+LOAD = "import torch\nstate = torch.load('ckpt.pt')\n"
+
+
+def test_found_missed_false_alarm_and_unknown_are_counted_apart(tmp_path):
+    root = _corpus(
+        tmp_path,
+        {
+            "h.py": (LOAD, ["unsafe_torch_load"], []),  # heldout: found
+            "a.py": (LOAD, [], []),  # reported, not labelled: a false alarm
+            "b.py": (LOAD, [], ["unsafe_torch_load"]),  # unknown: neither way
+            "c.py": ("x = 1\n", ["no_seed"], []),  # labelled, not reported: a miss
+        },
+    )
+    scores, totals = corpus.score("all", root)
+    by = {s.file: s for s in scores}
+    assert by["h.py"].found == ["unsafe_torch_load"] and not by["h.py"].false_alarms
+    assert by["a.py"].false_alarms == ["unsafe_torch_load"]
+    assert not by["b.py"].false_alarms and not by["b.py"].missed
+    assert by["c.py"].missed == ["no_seed"]
+    t = {x.split: x for x in totals}
+    assert (t["heldout"].scripts, t["heldout"].recall, t["heldout"].false_alarms) == (1, 1.0, 0)
+    assert (t["dev"].scripts, t["dev"].labelled, t["dev"].found, t["dev"].false_alarms) == (3, 1, 0, 1)
+    assert t["dev"].false_alarms_per_20 == pytest.approx(20 / 3) and not t["dev"].meets_line
+    assert t["all"].recall == 0.5 and t["all"].scripts == 4
+    only_dev, dev_totals = corpus.score("dev", root)
+    assert {s.split for s in only_dev} == {"dev"} and [x.split for x in dev_totals] == ["dev"]
+
+
+def test_cli_prints_the_table_and_rejects_bad_input_in_one_line(tmp_path, capsys):
+    root = _corpus(tmp_path, {"h.py": (LOAD, ["unsafe_torch_load"], []), "a.py": (LOAD, [], [])})
+    assert corpus.main(["--corpus", str(root)]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"^dev\s+1\s+0\s+0\s+100\.0%\s+1\s+20\.00\s+0\s+not met$", out, re.M), out
+    assert "a.py" in out and "h.py" not in out  # the default split is dev: the held-out script is not scored
+    labels = json.loads((root / "labels.json").read_text())
+    labels["scripts"][1]["findings"] = ["no_such_code"]
+    (root / "labels.json").write_text(json.dumps(labels))
+    assert corpus.main(["--corpus", str(root)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no_such_code" in err[0]
+    with pytest.raises(SystemExit) as exc:
+        corpus.main(["--corpus", str(tmp_path / "missing")])
+    assert exc.value.code == 2
