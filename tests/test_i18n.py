@@ -11,7 +11,7 @@ from cli_helpers import LABKIT, piped
 
 from labkit import i18n
 from labkit.i18n import messages, notebooks
-from labkit.results import RELEASE_MARKER, project_root
+from labkit.paths import RELEASE_MARKER, project_root
 
 ROOT = project_root()
 NOTEBOOKS = ROOT / "notebooks"
@@ -174,13 +174,36 @@ def test_the_language_comes_from_the_env_then_the_release_then_the_folder(tmp_pa
     assert i18n.language() == "zh_CN"
     monkeypatch.chdir(tmp_path)
     assert i18n.language() == "en"
-    (tmp_path / RELEASE_MARKER).write_text(json.dumps({"language": "zh_CN", "notebooks": {}}))
+    release = tmp_path / "release"  # a kernel started inside a Chinese workshop release
+    release.mkdir()
+    (release / RELEASE_MARKER).write_text(json.dumps({"language": "zh_CN", "notebooks": {}}))
+    monkeypatch.chdir(release)
     assert i18n.language() == "zh_CN"
     monkeypatch.setenv("LABKIT_LANG", "en")
     assert i18n.language() == "en"
     monkeypatch.setenv("LABKIT_LANG", "fr")
     with pytest.raises(i18n.UnknownLanguage):
         i18n.language()
+
+
+def test_the_language_is_found_once_and_an_explicit_change_is_seen_at_once(tmp_path, monkeypatch):
+    """`_()` runs for every message: the walk up from the cwd and the marker's JSON are read once (they were read
+    on every call, ~100 us each), while LABKIT_LANG and `using` still switch the language at once."""
+    import labkit.paths
+
+    monkeypatch.delenv("LABKIT_LANG", raising=False)
+    monkeypatch.chdir(tmp_path)
+    looked, real = [], labkit.paths.project_root
+    monkeypatch.setattr(labkit.paths, "project_root", lambda: looked.append(1) or real())
+    i18n._FOUND.clear()
+    assert {i18n._("passed") for _ in range(100)} == {"passed"} and len(looked) == 1
+    with i18n.using("zh_CN"):
+        assert i18n._("passed") == i18n.message_table("zh_CN")["passed"] != "passed"
+    assert i18n._("passed") == "passed"
+    monkeypatch.setenv("LABKIT_LANG", "zh_CN")
+    assert i18n._("passed") != "passed"
+    monkeypatch.delenv("LABKIT_LANG")
+    assert i18n._("passed") == "passed" and len(looked) == 2  # looked at again after `using`, once
 
 
 def test_checks_hint_in_chinese_and_stay_english_by_default(monkeypatch, capsys):

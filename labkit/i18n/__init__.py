@@ -36,11 +36,28 @@ def check_language(lang: str) -> str:
     return lang
 
 
+# the language found without $LABKIT_LANG, per working directory: finding it walks up from the cwd and reads the
+# release's marker, once -- `_()` asks for every message it translates
+_FOUND: dict[str, str] = {}
+
+
 def language() -> str:
-    """The course language now (see the module's docstring for the order)."""
+    """The course language now (see the module's docstring for the order).
+
+    `$LABKIT_LANG` is read on every call, so setting it (or `using(...)`) takes effect at once; the marker and
+    the folders are looked at once per working directory."""
     env = os.environ.get("LABKIT_LANG")
     if env:
         return check_language(env)
+    cwd = os.getcwd()
+    if cwd not in _FOUND:
+        _FOUND[cwd] = _find_language()
+    return _FOUND[cwd]
+
+
+def _find_language() -> str:
+    """The release marker's language, else a folder named after a language on the way up from the cwd, else
+    English."""
     from labkit.paths import RELEASE_MARKER, project_root
 
     marker = project_root() / RELEASE_MARKER
@@ -60,7 +77,9 @@ def language() -> str:
 
 @contextmanager
 def using(lang: str | None):
-    """The course language is `lang` inside the block (for this process and the kernels it starts); None: unchanged."""
+    """The course language is `lang` inside the block (for this process and the kernels it starts); None: unchanged.
+
+    The languages found from the folders are looked at again after the block (it may have written a release)."""
     if lang is None:
         yield
         return
@@ -73,6 +92,7 @@ def using(lang: str | None):
             os.environ.pop("LABKIT_LANG", None)
         else:
             os.environ["LABKIT_LANG"] = old
+        _FOUND.clear()
 
 
 @lru_cache(maxsize=None)
