@@ -18,11 +18,21 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from labkit.cli_errors import UsageError, existing_dir, positive_float, positive_int, writable_dir, writable_file
+from labkit.atomic import atomic_write_text
+from labkit.cli_errors import (
+    RunFailed,
+    UsageError,
+    existing_dir,
+    positive_float,
+    positive_int,
+    writable_dir,
+    writable_file,
+)
 from labkit.config import PROFILES, get_config
 from labkit.i18n import LANGUAGES, SOURCE, check_language, language, using
+from labkit.paths import project_root
 from labkit.procs import environ
-from labkit.results import project_root
+from labkit.results import read_run
 from labkit.threads import child_env
 
 NB_PATTERN = re.compile(r"^(\d\d)_[\w-]+\.ipynb$")
@@ -82,12 +92,18 @@ def discover(notebooks_dir: str | Path | None = None) -> list[NotebookInfo]:
 
 
 def gpu_count() -> int:
+    """The GPUs this machine shows torch (counted via NVML: CUDA is not initialised).
+
+    A torch that does not import is the run's failure, not "no GPU": counting it as 0 reported every GPU notebook
+    as skipped on a machine whose GPUs were there all along."""
     try:
         import torch
-
-        return torch.cuda.device_count()  # counts via NVML; does not initialise CUDA
-    except Exception:
-        return 0
+    except Exception as exc:  # noqa: BLE001 -- ImportError, or OSError from a missing CUDA library
+        raise RunFailed(
+            f"torch does not import ({type(exc).__name__}: {exc}), so the GPUs cannot be counted: "
+            "run `labkit doctor env`, which names what is missing"
+        ) from exc
+    return torch.cuda.device_count()
 
 
 def unmet_needs(needs: dict, gpus: int | None = None) -> str | None:
@@ -156,17 +172,15 @@ def run_notebook(
         except Exception as exc:  # PapermillExecutionError, timeouts, dead kernels
             status, reason = "failed", _error_text(exc)
         run = NotebookRun(info.stem, info.title, status, round(time.perf_counter() - t0, 1), reason, str(executed))
-        res_path = nb_out / "results.json"
-        if res_path.exists():
-            run.results = json.loads(res_path.read_text(encoding="utf-8"))
-        elif run.status == "passed":
+        run.results = read_run(nb_out).results
+        if run.results is None and run.status == "passed":
             run.status, run.reason = (
                 "failed",
                 "the notebook wrote no results.json (its last cell must call res.finish())",
             )
-    (nb_out / "status.json").write_text(
+    atomic_write_text(
+        nb_out / "status.json",
         json.dumps({k: v for k, v in asdict(run).items() if k != "results"}, ensure_ascii=False, indent=2),
-        encoding="utf-8",
     )
     return run
 
@@ -416,7 +430,7 @@ def _cmd_grade(args) -> int:
     import tempfile
 
     from labkit.grading import check_release, grade, learner_folders, summary
-    from labkit.results import RELEASE_MARKER
+    from labkit.paths import RELEASE_MARKER
     from labkit.workshop import write_release
 
     release, tmp = args.release, None

@@ -26,11 +26,11 @@ from __future__ import annotations
 import json
 import math
 import re
-from datetime import datetime, timezone
 from pathlib import Path
 
 from labkit.atomic import atomic_write_text
 from labkit.cli_errors import UsageError
+from labkit.results import file_date, read_run
 
 TABLE = Path("docs") / "times.json"
 GUIDE = Path("docs") / "workshop.md"
@@ -83,17 +83,15 @@ def save(path: Path, table: dict) -> None:
     atomic_write_text(path, json.dumps(table, ensure_ascii=False, indent=2) + "\n")
 
 
-def _measured(results: Path, source: str, note: str) -> dict | None:
-    if not results.is_file():
+def _measured(folder: Path, source: str, note: str) -> dict | None:
+    """The seconds a notebook's run recorded in its run folder (`<runs>/<notebook>/`), or None without a run."""
+    run = read_run(folder)
+    if run.results is None:
         return None
-    data = json.loads(results.read_text(encoding="utf-8"))
-    when = data.get("date") or datetime.fromtimestamp(results.stat().st_mtime, timezone.utc).isoformat(
-        timespec="seconds"
-    )
     return {
-        "seconds": round(float(data["seconds"]), 1),
-        "profile": data.get("profile", "smoke"),
-        "date": when[:10],
+        "seconds": round(float(run.results["seconds"]), 1),
+        "profile": run.results.get("profile", "smoke"),
+        "date": run.date[:10],
         "source": source,
         "note": note,
     }
@@ -105,7 +103,7 @@ def _bench_row(path: Path, stem: str, note: str) -> dict | None:
     row = next((r for r in rows if r.get("notebook") == stem and r.get("busy_status", "passed") == "passed"), None)
     if row is None:
         return None
-    when = row.get("date") or datetime.fromtimestamp(path.stat().st_mtime, timezone.utc).isoformat()
+    when = row.get("date") or file_date(path)  # rows written before they carried their date
     return {
         "seconds": round(float(row["busy_s"]), 1),
         "profile": row.get("profile", "smoke"),
@@ -146,7 +144,7 @@ def refresh(
             if Path(folder).is_file():  # `labkit bench course --json FILE`: the runner's wall seconds per row
                 m = _bench_row(Path(folder), path.stem, note)
             else:
-                m = _measured(Path(folder) / path.stem / "results.json", source, note)
+                m = _measured(Path(folder) / path.stem, source, note)
             if m is not None:
                 if arm == "shared":
                     m["busy"] = busy
@@ -403,7 +401,7 @@ def update_files(root: Path, table: dict, notebooks_dir: Path) -> list[str]:
 
 
 def cmd_times(args) -> int:
-    from labkit.results import project_root
+    from labkit.paths import project_root
 
     nb_dir = Path(args.notebooks) if args.notebooks else project_root() / "notebooks"
     root = nb_dir.resolve().parent

@@ -49,8 +49,9 @@ from pathlib import Path
 from labkit.atomic import atomic_write_text
 from labkit.cli_errors import UsageError
 from labkit.config import get_config
+from labkit.paths import RELEASE_MARKER
 from labkit.procs import stop_group
-from labkit.results import RELEASE_MARKER
+from labkit.results import read_json
 from labkit.threads import child_env
 from labkit.workshop import STUB, cell_checksum, cell_source, grade_id, is_check, is_solution, read_marker
 
@@ -325,9 +326,8 @@ def grade_notebook(
             _, err = proc.communicate()
         g.seconds = round(time.monotonic() - t0, 1)
         evs = _read_events(events)
-        try:
-            end = json.loads(status.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
+        end = read_json(status)
+        if end is None:  # the child never wrote its end (killed, or it crashed)
             end = {"status": "time limit" if killed else "error", "cell": None}
             if not killed:
                 tail = (err or b"").decode("utf-8", "replace").strip().splitlines()

@@ -1,19 +1,40 @@
-"""JSON Lines in and out, and the atomic write every report and pointer file uses.
+"""JSON in and out: JSON Lines, and plain JSON values from numpy/torch ones.
 
 `read_jsonl` skips blank lines and names `file:line` when a line is not JSON;
 `write_jsonl` writes one object per line (UTF-8, `ensure_ascii=False`);
-`atomic_write_text` (from `labkit.atomic`, the home of atomic outputs) writes a temporary
-file next to the target and renames it over the target (`os.replace`), so a reader sees
-the old file or the new one, never half.
+`jsonable` turns numpy/torch scalars and arrays (and anything else) into values `json.dumps` takes.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
-from labkit.atomic import atomic_write_text  # noqa: F401  (its long-standing import path)
+
+def jsonable(x: Any) -> Any:
+    """Plain JSON types for numpy/torch scalars and arrays (and dict keys as str); non-finite floats as strings
+    ("nan", "inf": JSON has no such numbers); anything else as its str.
+
+    >>> import numpy as np
+    >>> jsonable({1: np.float32(0.5), "a": np.arange(2), "b": (float("nan"),)})
+    {'1': 0.5, 'a': [0, 1], 'b': ['nan']}
+    """
+    if hasattr(x, "tolist") and not isinstance(x, (str, bytes)):
+        x = x.tolist()
+    if isinstance(x, float):
+        return x if math.isfinite(x) else str(x)
+    if isinstance(x, dict):
+        return {str(k): jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [jsonable(v) for v in x]
+    if isinstance(x, (str, int, bool)) or x is None:
+        return x
+    if hasattr(x, "item"):
+        return jsonable(x.item())
+    return str(x)
 
 
 def read_jsonl(path: str | Path, hint: str = "") -> list[dict]:

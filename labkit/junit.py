@@ -24,7 +24,7 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from labkit.jsonl import atomic_write_text
+from labkit.atomic import atomic_write_text
 from labkit.report import collect
 
 # XML 1.0 forbids most control characters; tracebacks carry ANSI colour codes

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 from labkit.i18n import N_, _, claim, using
+from labkit.results import read_run
 
 KINDS = {"pitfall": N_("pitfall"), "fix": N_("fix")}  # the tag's text; the kind itself is a key
 STATUS_MARK = {"passed": "PASS", "failed": "FAIL", "skipped": "SKIP", "not run": "—"}
@@ -19,18 +20,10 @@ STATUS_MARK = {"passed": "PASS", "failed": "FAIL", "skipped": "SKIP", "not run":
 def collect(out: Path, infos) -> list[dict]:
     rows = []
     for info in infos:
-        d = out / info.stem
-        status = _read(d / "status.json") or {"status": "not run", "seconds": 0, "reason": ""}
-        results = _read(d / "results.json")
-        rows.append({"stem": info.stem, "title": info.title, **status, "results": results})
+        run = read_run(out / info.stem)
+        status = run.status or {"status": "not run", "seconds": 0, "reason": ""}
+        rows.append({"stem": info.stem, "title": info.title, **status, "results": run.results})
     return rows
-
-
-def _read(path: Path) -> dict | None:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (FileNotFoundError, json.JSONDecodeError):
-        return None
 
 
 def _fmt(x) -> str:

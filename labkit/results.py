@@ -21,15 +21,16 @@ run fails and CI goes red.
 from __future__ import annotations
 
 import json
-import math
 import time
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
+from labkit.atomic import atomic_write_text
 from labkit.i18n import _, claim
-from labkit.jsonl import atomic_write_text
-from labkit.paths import RELEASE_MARKER, data_dir, project_root, runs_dir  # noqa: F401 -- their old home
+from labkit.jsonl import jsonable
+from labkit.paths import project_root, runs_dir  # noqa: F401 -- project_root: notebook 05 imports it from here
 
 
 class ExpectationFailed(AssertionError):
@@ -37,23 +38,6 @@ class ExpectationFailed(AssertionError):
 
 
 KINDS = (None, "pitfall", "fix")
-
-
-def _jsonable(x: Any) -> Any:
-    """Plain JSON types for numpy/torch scalars and arrays; non-finite floats as strings."""
-    if hasattr(x, "tolist") and not isinstance(x, (str, bytes)):
-        x = x.tolist()
-    if isinstance(x, float):
-        return x if math.isfinite(x) else str(x)
-    if isinstance(x, dict):
-        return {str(k): _jsonable(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_jsonable(v) for v in x]
-    if isinstance(x, (str, int, bool)) or x is None:
-        return x
-    if hasattr(x, "item"):
-        return _jsonable(x.item())
-    return str(x)
 
 
 class Results:
@@ -78,7 +62,7 @@ class Results:
         if kind not in KINDS:
             raise ValueError(f"kind={kind!r}: choose one of {KINDS}")
         passed = bool(condition(observed) if callable(condition) else condition)
-        entry = {"name": name, "passed": passed, "observed": _jsonable(observed), "expected": expected}
+        entry = {"name": name, "passed": passed, "observed": jsonable(observed), "expected": expected}
         if kind is not None:
             entry["kind"] = kind
         self.expectations.append(entry)
@@ -97,7 +81,7 @@ class Results:
         print(_("[{mark}] {name}: {reason}").format(mark=_("SKIP"), name=claim(self.notebook, name), reason=reason))
 
     def metric(self, name: str, value: Any) -> Any:
-        self.metrics[name] = _jsonable(value)
+        self.metrics[name] = jsonable(value)
         return value
 
     def update(self, metrics: dict) -> None:
@@ -160,6 +144,46 @@ def load(path: str | Path) -> dict:
     return json.loads(Path(path).read_text(encoding="utf-8"))
 
 
+# ---- reading a run folder ------------------------------------------------------------------------------------
+
+
+def read_json(path: str | Path) -> Any:
+    """A JSON file's content, or None when it is missing or not whole JSON (a run killed while writing it)."""
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+
+
+def file_date(path: str | Path) -> str:
+    """When `path` was last written: its modification time, UTC, ISO 8601 to the second."""
+    return datetime.fromtimestamp(Path(path).stat().st_mtime, timezone.utc).isoformat(timespec="seconds")
+
+
+@dataclass(frozen=True)
+class RunFolder:
+    """What one notebook's run left in `<runs>/<notebook>/`: what the runner saw (`status.json`: status passed /
+    failed / skipped, seconds, reason, output) and what the notebook recorded (`results.json`); None where a file
+    is missing or unreadable."""
+
+    path: Path
+    status: dict | None
+    results: dict | None
+
+    @property
+    def date(self) -> str | None:
+        """When the run ended: the results' `date`, else (runs recorded before it was) results.json's mtime."""
+        if self.results is None:
+            return None
+        return self.results.get("date") or file_date(self.path / "results.json")
+
+
+def read_run(folder: str | Path) -> RunFolder:
+    """The one reader of a run folder (the report, the site, the times table, the course runner use it)."""
+    folder = Path(folder)
+    return RunFolder(folder, read_json(folder / "status.json"), read_json(folder / "results.json"))
+
+
 def _short(x: Any, n: int = 160) -> str:
-    s = repr(_jsonable(x))
+    s = repr(jsonable(x))
     return s if len(s) <= n else s[: n - 3] + "..."

@@ -35,8 +35,9 @@ from labkit.atomic import publish
 from labkit.cli_errors import RunFailed, UsageError, existing_dir, writable_dir
 from labkit.course import NB_PATTERN, discover, select
 from labkit.i18n import using
+from labkit.paths import project_root
 from labkit.report import collect, render_md
-from labkit.results import project_root
+from labkit.results import read_run
 from labkit.site_pages import (
     CSS,
     FAVICON,
@@ -79,13 +80,6 @@ def editions(root: Path, runs: Path, notebooks_dir: Path | None = None, docs_dir
     return out
 
 
-def _read_json(path: Path) -> dict | None:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (FileNotFoundError, json.JSONDecodeError):
-        return None
-
-
 def _first_line(text: str, n: int = 200) -> str:
     line = (text or "").strip().splitlines()[0] if (text or "").strip() else ""
     return line if len(line) <= n else line[: n - 3] + "..."
@@ -102,7 +96,8 @@ def read_pages(ed: Edition, root: Path, only: list[str] | None = None) -> list[P
     pages = []
     for info in infos:
         d = ed.runs / info.stem
-        status = _read_json(d / "status.json")
+        run = read_run(d)
+        status = run.status
         rerun = f"run `labkit course run --only {info.number} --out {ed.runs}`"
         no_run = f"{info.stem} has no run in {ed.runs}: {rerun} first, or leave it out with --only"
         if status is None:
@@ -114,16 +109,14 @@ def read_pages(ed: Edition, root: Path, only: list[str] | None = None) -> list[P
             )
         if not (d / f"{info.stem}.ipynb").is_file():
             raise UsageError(no_run)
-        results = _read_json(d / "results.json")
+        results = run.results
         if not results or not results.get("expectations"):
             why = _first_line(status.get("reason", "")) or "no results.json"
             raise UsageError(
                 f"{info.stem}: its run in {d} stopped before recording its claims ({status.get('status')}: {why}); "
                 f"fix it and {rerun} -- a page is only built from a run that reached its claims"
             )
-        date = results.get("date") or datetime.fromtimestamp(
-            (d / "results.json").stat().st_mtime, timezone.utc
-        ).isoformat(timespec="seconds")
+        date = run.date
         try:
             source = info.path.resolve().relative_to(root.resolve()).as_posix()
         except ValueError:

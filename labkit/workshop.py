@@ -11,7 +11,7 @@ are. `data_samples/` (what the notebooks read besides what they generate) is cop
 with a short README for the learner.
 
 The release knows it is one: `.labkit-release.json` at its root (title, labkit version, date, and the
-checksum of every check cell) makes `labkit.results.project_root()` answer the release's folder, so a
+checksum of every check cell) makes `labkit.paths.project_root()` answer the release's folder, so a
 notebook run anywhere inside it reads `<release>/data_samples/` and writes `<release>/runs/` -- with an
 editable install or a plain wheel. `labkit course grade` checks learners' check cells against those
 checksums. `--solutions` writes the same release with the instructor notebooks (outputs stripped).
@@ -30,10 +30,9 @@ from typing import Sequence
 from labkit.atomic import atomic_write_text
 from labkit.cli_errors import UsageError
 from labkit.i18n import LANGUAGES, N_, SOURCE, _, using
-from labkit.results import RELEASE_MARKER
+from labkit.paths import RELEASE_MARKER
 
 STUB = "...  # YOUR CODE HERE"
-TAGS = ("exercise", "solution", "check")
 MARKER_VERSION = 1
 README = N_("""# {title} -- {kind}
 
@@ -289,7 +288,7 @@ def write_release(
     release never carries."""
     import nbformat
 
-    from labkit.results import project_root
+    from labkit.paths import project_root
 
     out, paths = Path(out), [Path(p) for p in notebooks]
     for src_dir in {p.parent.resolve() for p in paths}:

@@ -11,7 +11,7 @@ import tomllib
 
 import pytest
 
-from labkit.results import project_root
+from labkit.paths import project_root
 
 ROOT = project_root()
 # the modules `labkit clean` executes: the CLI dispatcher and the pipeline (not bench/score/viewer)

@@ -36,6 +36,14 @@ def test_unmet_needs():
     assert unmet_needs({"gpus": 0}, gpus=0) is None and unmet_needs({}, gpus=0) is None
 
 
+def test_a_broken_torch_fails_the_run_instead_of_skipping_the_gpu_notebooks(monkeypatch):
+    from labkit.cli_errors import RunFailed
+
+    monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` raises ImportError, as a broken install does
+    with pytest.raises(RunFailed, match="torch does not import .*labkit doctor env"):
+        unmet_needs({"gpus": 1})
+
+
 @pytest.fixture(scope="module")
 def fixture_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("runs")

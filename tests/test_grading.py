@@ -34,7 +34,7 @@ def _cell(kind: str, src: str, gid: str):
 def tiny_instructor_notebook():
     cells = [
         new_markdown_cell("# tiny"),
-        new_code_cell("from labkit.results import data_dir\nlesson = (data_dir() / 'lesson.txt').read_text()"),
+        new_code_cell("from labkit.paths import data_dir\nlesson = (data_dir() / 'lesson.txt').read_text()"),
         new_markdown_cell("## Exercises"),
     ]
     for k in (1, 2, 3):

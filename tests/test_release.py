@@ -127,7 +127,7 @@ def test_solutions_release_is_the_instructor_notebooks_without_outputs(releases)
 NOTEBOOK = "05_samplers_and_seeds.ipynb"  # reads data_samples/scripts; one of the cheapest with exercises
 PROBE = """
 import json, sys, labkit
-from labkit.results import project_root, runs_dir
+from labkit.paths import project_root, runs_dir
 json.dump({"labkit": labkit.__file__, "python": sys.executable, "root": str(project_root()),
            "runs": str(runs_dir()), "scripts": str(globals().get("scripts"))}, open(PROBE_PATH, "w"))
 """

@@ -59,3 +59,36 @@ def test_kinds_and_skips_are_recorded(tmp_path):
     data = json.loads(res.finish().read_text())
     assert [e.get("kind") for e in data["expectations"]] == ["pitfall", "fix"]
     assert data["skipped"] == [{"name": "OOM under a memory cap", "reason": "needs a GPU"}]
+
+
+def test_a_run_folder_is_read_one_way(tmp_path):
+    """status.json and results.json of `<runs>/<notebook>/`, None where missing or cut short, and the run's date:
+    its recorded `date`, else results.json's mtime -- the report, the site and the times table all read it so."""
+    import os
+    from datetime import timezone
+
+    from labkit.course_times import _measured
+    from labkit.results import read_run
+
+    d = tmp_path / "01_dirty_data"
+    d.mkdir()
+    empty = read_run(d)
+    assert (empty.status, empty.results, empty.date) == (None, None, None)
+    (d / "status.json").write_text('{"status": "pass')  # a runner killed while writing
+    (d / "results.json").write_text(json.dumps({"seconds": 3.04, "profile": "smoke"}))  # before `date` was recorded
+    t = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc).timestamp()
+    os.utime(d / "results.json", (t, t))
+    run = read_run(d)
+    assert run.status is None and run.results["seconds"] == 3.04
+    assert run.date == "2026-01-02T03:04:05+00:00"
+    assert _measured(d, "labkit course run", "")["date"] == "2026-01-02"
+    (d / "results.json").write_text(json.dumps({"seconds": 3.0, "date": "2026-02-03T00:00:00+00:00"}))
+    assert read_run(d).date == "2026-02-03T00:00:00+00:00"
+
+
+def test_jsonable_is_plain_json_for_numpy_and_torch():
+    from labkit.jsonl import jsonable
+
+    value = {1: np.float32(0.5), "ids": np.arange(3), "t": torch.tensor(2.0), "bad": (np.float64("inf"), None)}
+    assert jsonable(value) == {"1": 0.5, "ids": [0, 1, 2], "t": 2.0, "bad": ["inf", None]}
+    json.dumps(jsonable(value), allow_nan=False)  # valid JSON everywhere, not only for Python's reader

@@ -15,7 +15,7 @@ import socket
 import time
 from pathlib import Path
 
-from labkit.jsonl import atomic_write_text
+from labkit.atomic import atomic_write_text
 
 REPORTS_DIR = "ranks"
 

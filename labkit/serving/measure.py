@@ -10,7 +10,6 @@ both load them through `labkit.serving.bench.compare`.
 
 from __future__ import annotations
 
-import json
 import time
 from contextlib import ExitStack
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Sequence
 import numpy as np
 
 from labkit.i18n import N_, _
+from labkit.results import read_run
 from labkit.serving.loadgen import LoadResult, open_loop, run_sync, sweep
 from labkit.serving.process import ServerProcess, free_port, labkit_argv
 from labkit.serving.availability import triton_available
@@ -284,16 +284,7 @@ def title_floor_skip(origin: str, notebook07_dir: str | Path) -> str | None:
         return None
     if origin != "notebook 07":
         return _("the floor is measured for notebook 07's recipe; this model was {origin}").format(origin=_(origin))
-    try:
-        fix = json.loads((Path(notebook07_dir) / "results.json").read_text(encoding="utf-8"))["metrics"]["fix"]
-    except (OSError, ValueError, KeyError):
+    fix = (read_run(notebook07_dir).results or {}).get("metrics", {}).get("fix")
+    if fix is None:
         return _("notebook 07's results.json does not say how its model was trained")
     return None if fix else _("notebook 07 ran with FIX=False (no sampler): the floor is for its fixed run")
-
-
-def results_table(results: Sequence[LoadResult]):
-    """LoadResults as a pandas DataFrame (one row per server, mode and level)."""
-    import pandas as pd
-
-    cols = ["server", "mode", "level", "requests", "errors", "qps", "p50_ms", "p95_ms", "p99_ms", "mean_ms"]
-    return pd.DataFrame([r.to_dict() for r in results])[cols]
