@@ -2,6 +2,11 @@
 
 The recall / false-alarm line itself is tested with the doctor's improvement, not here.
 None of these tests runs the doctor on the held-out third.
+
+The scripts themselves are not in the repository: code read through the workplace's code index stays out of its
+commits, so only the labels and each script's provenance (repo, path, commit) are committed.  The checks of the
+files run where the corpus has been materialised into `scripts/` and `LICENSES/` (git-ignored); elsewhere they are
+skipped with that reason.
 """
 
 from __future__ import annotations
@@ -19,13 +24,22 @@ ROOT = corpus.CORPUS_DIR
 DOC = json.loads((ROOT / "labels.json").read_text(encoding="utf-8"))
 ENTRIES = DOC["scripts"]
 PERMISSIVE = {"MIT", "Apache-2.0", "BSD-2-Clause", "BSD-3-Clause"}
+FILES = (ROOT / "scripts").is_dir()
+needs_files = pytest.mark.skipif(
+    not FILES, reason="the corpus scripts are not materialised here (they are never committed: see its README)"
+)
 
 
-def test_at_least_60_scripts_every_file_labelled_once():
+def test_at_least_60_scripts_each_labelled_once():
+    names = [e["file"] for e in ENTRIES]
+    assert len(names) >= 60 and len(set(names)) == len(names)
+    assert all(re.fullmatch(r"\d{3}_[a-z0-9_]+\.py", f) for f in names)
+
+
+@needs_files
+def test_every_materialised_file_is_labelled():
     files = sorted(p.name for p in (ROOT / "scripts").glob("*.py"))
-    assert len(files) >= 60
     assert sorted(e["file"] for e in ENTRIES) == files  # no unlabelled script, no label without a script
-    assert all(re.fullmatch(r"\d{3}_[a-z0-9_]+\.py", f) for f in files)
 
 
 @pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e["file"])
@@ -33,6 +47,8 @@ def test_provenance_licence_and_header(entry):
     assert re.fullmatch(r"[\w.-]+/[\w.-]+", entry["repo"])
     assert re.fullmatch(r"[0-9a-f]{40}", entry["commit"])
     assert entry["path"].endswith(".py") and entry["licence"] in PERMISSIVE and entry["copyright"].strip()
+    if not FILES:
+        return
     assert (ROOT / entry["licence_file"]).is_file()
     head = (ROOT / "scripts" / entry["file"]).read_text(encoding="utf-8").splitlines()[:5]
     assert f"# repo: {entry['repo']}  path: {entry['path']}" in head
@@ -49,7 +65,8 @@ def test_labels_use_codes_of_the_contract_with_reasons(entry):
         assert code in entry["notes"], f"no reason written for {code}"
     for code in entry["unknown"]:
         assert code in entry["unknown_notes"], f"no reason written for unknown {code}"
-    ast.parse((ROOT / "scripts" / entry["file"]).read_text(encoding="utf-8"))  # the doctor can read it
+    if FILES:
+        ast.parse((ROOT / "scripts" / entry["file"]).read_text(encoding="utf-8"))  # the doctor can read it
 
 
 def test_contract_is_the_doctors_codes_plus_model_not_wrapped():

@@ -93,6 +93,11 @@ def load(corpus_dir: Path | str = CORPUS_DIR) -> list[dict]:
         bad = [c for c in (*e["findings"], *e["unknown"]) if c not in CONTRACT]
         if bad:
             raise UsageError(f"{labels}: entry {name} uses {', '.join(bad)}, not codes of the contract")
+        if not (root / "scripts").is_dir():
+            raise UsageError(
+                f"{root / 'scripts'}: the corpus scripts are not materialised here (never committed); "
+                "fetch them from the provenance in labels.json (README.md)"
+            )
         if not (root / "scripts" / name).is_file():
             raise UsageError(f"{labels}: entry {name} has no file scripts/{name}; restore it or drop the entry")
     return entries
