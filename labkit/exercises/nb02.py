@@ -125,13 +125,13 @@ EX3 = Quiz(
             N_("The tokenizer is trained on both sets together, so neither arm has a vocabulary advantage."),
         ),
         "D": Choice(
-            N_("the dirty arm learned to write footers and mojibake"),
+            N_("the dirty arm trained on furniture and damaged text"),
             N_(
-                "Right: many of the dirty arm's steps teach it footers, scripts, mojibake and stock titles -- which it then "
-                "writes for held-out articles."
+                "Right: section 5's audit counts them with notebook 01's instruments -- every such pair spends a step "
+                "teaching the model something other than the article's title."
             ),
             missed=N_(
-                "one true statement is about what the dirty arm's steps taught it (look at its generated titles)."
+                "one true statement is about what the dirty arm trained on (section 5 audits both arms' records)."
             ),
         ),
     },
