@@ -106,11 +106,13 @@ def _claim_names(tree: ast.AST) -> set[int]:
 
 DISPLAY_CALLS = {"print", "set_xlabel", "set_ylabel", "set_title", "suptitle", "xlabel", "ylabel", "title"}
 DISPLAY_KWARGS = {"label", "title", "xlabel", "ylabel", "description"}
+# a claim's shown text after its name: res.expect(name, observed, condition, EXPECTED), res.skip(name, REASON)
+CLAIM_TEXT = {"expect": (3, "expected"), "skip": (1, "reason")}
 
 
 def _displayed(tree: ast.AST) -> set[int]:
-    """ids of the literals handed straight to something that shows them (a print, an axis label, a legend entry):
-    one word there is read too ("step", "records")."""
+    """ids of the literals handed straight to something that shows them (a print, an axis label, a legend entry,
+    a claim's expected value or skip reason): one word there is read too ("step", "records", "< 1e-5 relative")."""
     out = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
@@ -118,6 +120,12 @@ def _displayed(tree: ast.AST) -> set[int]:
             if func in DISPLAY_CALLS:
                 out.update(id(a) for a in node.args)
             out.update(id(k.value) for k in node.keywords if k.arg in DISPLAY_KWARGS)
+            if isinstance(node.func, ast.Attribute) and func in CLAIM_TEXT:
+                pos, kw = CLAIM_TEXT[func]
+                shown = [node.args[pos]] if len(node.args) > pos else []
+                shown += [k.value for k in node.keywords if k.arg == kw]
+                # the literals themselves, or those of a conditional (`"a" if x else "b"`) or a concatenation
+                out.update(id(lit) for arg in shown for lit in _literals(arg))
     return out
 
 
