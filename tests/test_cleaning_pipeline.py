@@ -135,6 +135,36 @@ def test_cli_exit_codes(tmp_path: Path, capsys):
         main(["clean", str(bad_inputs)])  # --out is required
 
 
+def test_labkit_clean_imports_only_the_cleaning_code(tmp_path: Path):
+    """`labkit clean` builds its own parser, not every command's: the whole one imported each topic's module
+    (pydantic, the servers, the trainer, importlib.metadata for --version), ~0.5 s of CPU before the first file
+    was read -- more than cleaning 1,000 records takes (issue 28, whole-process time)."""
+    import ast
+    import subprocess
+    import sys
+
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.txt").write_text(T1 + "\n" + ZH, encoding="utf-8")
+    code = (
+        "import sys\nfrom labkit.cli import main\n"
+        "rc = main(['clean', sys.argv[1], '--out', sys.argv[2], '--quiet'])\n"
+        "print(rc, sorted(m for m in sys.modules if m.startswith('labkit.') or m.split('.')[0] in "
+        "('torch', 'transformers', 'pandas', 'pydantic', 'matplotlib', 'opencc', 'chardet') or m == 'importlib.metadata'))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "in"), str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    rc, _, loaded = proc.stdout.strip().partition(" ")
+    assert rc == "0", proc.stderr
+    allowed = {"labkit.cli", "labkit.cli_errors", "labkit.threads", "labkit.atomic", "labkit.procs", "labkit.progress"}
+    allowed |= {"labkit.cleaning"}  # and its modules, but for the bench and the datatrove engine
+    assert [m for m in ast.literal_eval(loaded) if m not in allowed and not m.startswith("labkit.cleaning.")] == []
+    assert "labkit.cleaning.bench" not in loaded and "labkit.cleaning.distributed" not in loaded
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_two_workers_write_identical_output(bad_inputs: Path, tmp_path: Path, monkeypatch):
