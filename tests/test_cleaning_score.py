@@ -64,3 +64,27 @@ def test_bench_command_reports_figures(tmp_path: Path, capsys):
     assert result["runs"][1]["accuracy"] >= 0.95
     assert set(result["detectors"]) == {"chardet", "charset_normalizer"}
     assert "records/s" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_whole_process_bench_races_labkit_clean_against_the_naive_recipe(tmp_path: Path, capsys):
+    """Issue 28's measure: `labkit clean --workers 1` and the naive recipe each a fresh process, alternating,
+    spawn to exit; medians per size and the ratio against its goal."""
+    from labkit.cleaning.bench import WHOLE_GOAL
+    from labkit.cli import main
+
+    out = tmp_path / "whole.json"
+    assert main(["bench", "clean", "--whole-process", "--sizes", "30,60", "--repeat", "2", "--json", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert [(r["articles"], r["run"]) for r in result["runs"]] == [(n, r) for n in (30, 60) for r in ("naive", "clean")]
+    for r in result["runs"]:
+        assert r["seconds"] > 0 and r["cpu_s"] > 0 and r["records"] >= r["articles"] and len(r["seconds_each"]) == 2
+    commands = {r["run"]: r["command"] for r in result["runs"]}
+    assert " clean CRAWL --out OUT --workers 1" in commands["clean"] and "naive_load" in commands["naive"]
+    by = {(r["articles"], r["run"]): r["seconds"] for r in result["runs"]}
+    assert result["targets"]["ratios"]["vs_naive_60"] == round(by[(60, "naive")] / by[(60, "clean")], 3)
+    assert result["targets"]["goals"] == {"vs_naive_30": WHOLE_GOAL, "vs_naive_60": WHOLE_GOAL} and WHOLE_GOAL == 1.2
+    assert "vs_naive_60" in capsys.readouterr().out
+    assert main(["bench", "clean", "--whole-process", "--scaling"]) == 2  # two different runs: one line, exit 2
+    assert "choose one" in capsys.readouterr().err

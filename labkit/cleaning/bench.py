@@ -7,12 +7,18 @@ with 1 and 2 workers, plus the pipeline's accuracy against the dump's labels
 (what the naive recipe's speed buys is in notebook 01) and the measured
 accuracy/speed of the two encoding detectors.  Figures go to stdout and
 `--json`.
+
+`--scaling` times each configuration's work in its own process (imports not
+timed); `--whole-process` times what a user waits for: `labkit clean CRAWL
+--out DIR --workers 1` against a fresh interpreter running the naive recipe,
+spawn to exit, side by side (issue 28: >= 1.2x at 1.2k to 19.5k records).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import shutil
 import sys
 import tempfile
@@ -158,6 +164,25 @@ def _run_child(run: str, crawl: Path, out_dir: Path) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def _rounds(n: int, seed: int, repeat: int, work: Path, runs: tuple[str, ...], measure, log):
+    """A generated dump of `n` articles, then `repeat` rounds of `measure(run, crawl, out_dir)` for each of `runs`,
+    the order rotated every round so that load from other processes hits them alike.
+    Returns (the dump's info, its folder, each run's measurements)."""
+    from labkit.corpus import generate
+    from labkit.corpus.dump import write_dump
+
+    dump = work / f"dump-{n}"
+    log(f"generating a dump of {n} articles (seed {seed}) ...")
+    info = write_dump(generate(n, seed), dump, seed)
+    samples: dict[str, list[dict]] = {r: [] for r in runs}
+    for rnd in range(repeat):
+        for run in runs[rnd % len(runs) :] + runs[: rnd % len(runs)]:
+            m = measure(run, dump / "crawl", work / f"out-{n}-{run}")
+            samples[run].append(m)
+            log(f"  {n} articles, {run}: {m['seconds']:.2f} s, {m['records'] / m['seconds']:.0f} records/s")
+    return info, dump, samples
+
+
 def run_scaling(sizes: list[int], seed: int, repeat: int, work: Path, log=print) -> dict:
     """Generated dumps of `sizes` articles; naive recipe, 1 and 2 workers, each in its own subprocess.
 
@@ -168,23 +193,11 @@ def run_scaling(sizes: list[int], seed: int, repeat: int, work: Path, log=print)
     from statistics import median
 
     from labkit.cleaning.score import score
-    from labkit.corpus import generate
-    from labkit.corpus.dump import write_dump
 
     rows: list[dict] = []
     same: dict[int, bool] = {}
     for n in sizes:
-        dump = work / f"dump-{n}"
-        log(f"generating a dump of {n} articles (seed {seed}) ...")
-        info = write_dump(generate(n, seed), dump, seed)
-        crawl = dump / "crawl"
-        samples: dict[str, list[dict]] = {r: [] for r in SCALING_RUNS}
-        for rep in range(repeat):
-            order = SCALING_RUNS[rep % 3 :] + SCALING_RUNS[: rep % 3]
-            for run in order:
-                m = _run_child(run, crawl, work / f"out-{n}-{run}")
-                samples[run].append(m)
-                log(f"  {n} articles, {run}: {m['records'] / m['seconds']:.0f} records/s")
+        info, dump, samples = _rounds(n, seed, repeat, work, SCALING_RUNS, _run_child, log)
         accuracy = {
             run: score(dump / "labels.jsonl", work / f"out-{n}-{run}")["accuracy"]
             for run in SCALING_RUNS
@@ -294,16 +307,163 @@ def _print(result: dict) -> None:
         )
 
 
-def run_scaling_cli(args: argparse.Namespace) -> int:
-    sizes = sorted(set(args.sizes))
-    if len(sizes) < 2:
-        raise UsageError(f"--sizes needs two or more sizes to compare, got {args.sizes}")
-    tmp = Path(tempfile.mkdtemp(prefix="labkit-bench-scaling-"))
+# --- whole process: what a user waits for, interpreter start-up and imports included ---------------------------
+
+WHOLE_RUNS = ("naive", "clean")
+WHOLE_SIZES = [1_100, 4_500, 17_900]  # articles: ~1.2k, 4.9k and 19.5k records, the sizes issue 28 names
+WHOLE_GOAL = 1.2  # `labkit clean` at least 1.2x the naive recipe's speed, whole process, one worker
+# the naive recipe as notebook 01 runs it (`naive_load(crawl_dir, stats)`), in a fresh interpreter; its stats
+# (records seen) go to stdout -- json is imported by labkit.corpus.naive already, so printing them costs nothing
+NAIVE_PROGRAM = (
+    "import json, sys; from labkit.corpus.naive import naive_load; "
+    "stats = {}; naive_load(sys.argv[1], stats); print(json.dumps(stats))"
+)
+
+
+def whole_process_command(run: str, crawl: Path, out_dir: Path) -> list[str]:
+    """The command line a configuration runs: the naive recipe, or `labkit clean ... --workers 1` as installed."""
+    if run == "naive":
+        return [sys.executable, "-c", NAIVE_PROGRAM, str(crawl)]
+    exe = Path(sys.executable).with_name("labkit")  # the console script a user runs, beside this interpreter
+    labkit = [str(exe)] if exe.is_file() else [sys.executable, "-m", "labkit.cli"]
+    return [*labkit, "clean", str(crawl), "--out", str(out_dir), "--workers", "1", "--quiet"]
+
+
+def time_process(cmd: list[str]) -> tuple[float, dict, str]:
+    """Run `cmd` once: (wall seconds spawn to exit, its resource usage, its stdout); raises if it fails."""
+    import os
+    import subprocess
+
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        t = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err)
+        if hasattr(os, "wait4"):  # this child's own CPU time and peak memory, not every child's so far
+            _, status, ru = os.wait4(proc.pid, 0)
+            secs = time.perf_counter() - t
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            kib = 1 if sys.platform != "darwin" else 1 / 1024  # ru_maxrss: KiB on Linux, bytes on macOS
+            usage = {"cpu_s": ru.ru_utime + ru.ru_stime, "peak_rss_mb": ru.ru_maxrss * kib / 1024}
+        else:
+            proc.wait()
+            secs, usage = time.perf_counter() - t, {"cpu_s": None, "peak_rss_mb": None}
+        out.seek(0)
+        err.seek(0)
+        if proc.returncode != 0:
+            tail = err.read().decode("utf-8", "replace")[-2000:]
+            raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}): {tail}")
+        return secs, usage, out.read().decode("utf-8", "replace")
+
+
+def _whole_run(run: str, crawl: Path, out_dir: Path) -> dict:
+    shutil.rmtree(out_dir, ignore_errors=True)
+    cmd = whole_process_command(run, crawl, out_dir)
+    secs, usage, stdout = time_process(cmd)
+    if run == "naive":
+        records = json.loads(stdout.strip().splitlines()[-1])["records_seen"]
+    else:
+        records = json.loads((out_dir / "report.json").read_text(encoding="utf-8"))["records"]
+    return {"seconds": secs, "records": records, **usage}
+
+
+def run_whole_process(sizes: list[int], seed: int, repeat: int, work: Path, log=print) -> dict:
+    """Generated dumps of `sizes` articles; the naive recipe and `labkit clean --workers 1`, each a fresh process.
+
+    The two alternate within each round (the first of a round swaps every round), so other load hits them
+    alike; figures are medians over the rounds.  The ratio is the naive recipe's wall seconds over
+    `labkit clean`'s on the same crawl, measured side by side in this one run."""
+    import os
+    from statistics import median
+
+    rows: list[dict] = []
+    load = {"before": list(os.getloadavg()) if hasattr(os, "getloadavg") else None}
+    for n in sizes:
+        info, dump, samples = _rounds(n, seed, repeat, work, WHOLE_RUNS, _whole_run, log)
+        for run in WHOLE_RUNS:
+            ms = samples[run]
+            cpu = [m["cpu_s"] for m in ms if m["cpu_s"] is not None]
+            rss = [m["peak_rss_mb"] for m in ms if m["peak_rss_mb"] is not None]
+            rows.append(
+                {
+                    "articles": n,
+                    "records": ms[0]["records"],
+                    "bytes": info.n_bytes,
+                    "run": run,
+                    "command": shlex.join(whole_process_command(run, Path("CRAWL"), Path("OUT"))),
+                    "seconds": median(m["seconds"] for m in ms),
+                    "seconds_each": [round(m["seconds"], 3) for m in ms],
+                    "cpu_s": median(cpu) if cpu else None,
+                    "peak_rss_mb": max(rss) if rss else None,
+                }
+            )
+            shutil.rmtree(work / f"out-{n}-{run}", ignore_errors=True)
+        shutil.rmtree(dump, ignore_errors=True)
+    load["after"] = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
+    return {
+        "mode": "whole-process",
+        "sizes": sizes,
+        "seed": seed,
+        "repeat": repeat,
+        "runs": rows,
+        "load_average": load,
+        "targets": whole_process_targets(rows),
+    }
+
+
+def whole_process_targets(rows: list[dict]) -> dict:
+    """Per size: the naive recipe's wall seconds over `labkit clean`'s (goal WHOLE_GOAL), and the same from CPU
+    seconds (what an idle machine would show; other load inflates wall time, CPU time much less)."""
+    by = {(r["articles"], r["run"]): r for r in rows}
+    ratios, cpu = {}, {}
+    for n in sorted({r["articles"] for r in rows}):
+        naive, clean = by[(n, "naive")], by[(n, "clean")]
+        ratios[f"vs_naive_{n}"] = round(naive["seconds"] / clean["seconds"], 3)
+        if naive["cpu_s"] and clean["cpu_s"]:
+            cpu[f"vs_naive_{n}"] = round(naive["cpu_s"] / clean["cpu_s"], 3)
+    goals = {k: WHOLE_GOAL for k in ratios}
+    return {"ratios": ratios, "met": {k: v >= goals[k] for k, v in ratios.items()}, "goals": goals, "cpu": cpu}
+
+
+def whole_process_markdown(result: dict) -> str:
+    by = {(r["articles"], r["run"]): r for r in result["runs"]}
+    t = result["targets"]
+    lines = [
+        "| articles | records (naive / clean) | MB | naive s | clean s | ratio (wall) | naive CPU s | clean CPU s "
+        "| ratio (CPU) | peak RSS MB (naive / clean) |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for n in result["sizes"]:
+        a, b, k = by[(n, "naive")], by[(n, "clean")], f"vs_naive_{n}"
+        lines.append(
+            f"| {n:,} | {a['records']:,} / {b['records']:,} | {a['bytes'] / 1e6:.1f} | {a['seconds']:.2f} | "
+            f"{b['seconds']:.2f} | {t['ratios'][k]:.2f}x | {a['cpu_s'] or 0:.2f} | {b['cpu_s'] or 0:.2f} | "
+            f"{t['cpu'].get(k, 0):.2f}x | {a['peak_rss_mb'] or 0:.0f} / {b['peak_rss_mb'] or 0:.0f} |"
+        )
+    lines.append("")
+    lines += [
+        f"- {k}: {v}x ({'met' if t['met'][k] else 'NOT met'}; goal >= {t['goals'][k]}x, whole process, median of "
+        f"{result['repeat']})"
+        for k, v in t["ratios"].items()
+    ]
+    la = result.get("load_average") or {}
+    if la.get("before") and la.get("after"):
+        lines.append(
+            f"- load average (1/5/15 min) before {'/'.join(f'{x:.1f}' for x in la['before'])}, "
+            f"after {'/'.join(f'{x:.1f}' for x in la['after'])}"
+        )
+    lines.append(f"- naive: `{by[(result['sizes'][0], 'naive')]['command']}`")
+    lines.append(f"- clean: `{by[(result['sizes'][0], 'clean')]['command']}`")
+    return "\n".join(lines) + "\n"
+
+
+def _run_sizes(args: argparse.Namespace, runner, markdown, sizes: list[int], repeat: int) -> int:
+    """--scaling / --whole-process: run over generated dumps in a temporary folder; the table to stdout,
+    figures to --json, the table to --markdown."""
+    tmp = Path(tempfile.mkdtemp(prefix="labkit-bench-clean-"))
     try:
-        result = run_scaling(sizes, args.seed, args.repeat, tmp, log=lambda m: print(m, file=sys.stderr, flush=True))
+        result = runner(sizes, args.seed, repeat, tmp, log=lambda m: print(m, file=sys.stderr, flush=True))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    table = scaling_markdown(result)
+    table = markdown(result)
     print(table, end="")
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2), encoding="utf-8")
@@ -312,7 +472,23 @@ def run_scaling_cli(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_whole_process_cli(args: argparse.Namespace) -> int:
+    sizes = sorted(set(args.sizes or WHOLE_SIZES))
+    return _run_sizes(args, run_whole_process, whole_process_markdown, sizes, args.repeat or 3)
+
+
+def run_scaling_cli(args: argparse.Namespace) -> int:
+    sizes = sorted(set(args.sizes or [5_000, 100_000]))
+    if len(sizes) < 2:
+        raise UsageError(f"--sizes needs two or more sizes to compare, got {args.sizes}")
+    return _run_sizes(args, run_scaling, scaling_markdown, sizes, args.repeat or 1)
+
+
 def run(args: argparse.Namespace) -> int:
+    if getattr(args, "scaling", False) and getattr(args, "whole_process", False):
+        raise UsageError("--scaling and --whole-process are two different runs; choose one")
+    if getattr(args, "whole_process", False):
+        return run_whole_process_cli(args)
     if getattr(args, "scaling", False):
         return run_scaling_cli(args)
     workers = sorted(set(args.workers))  # ints >= 1 (parsed by int_list)
@@ -354,22 +530,31 @@ def register(subparsers) -> None:
         "each in its own process (records/s, MB/s, peak memory, the issue's targets)",
     )
     p.add_argument(
+        "--whole-process",
+        action="store_true",
+        help="whole-process run instead: `labkit clean CRAWL --out DIR --workers 1` against a fresh process running "
+        "the naive recipe, spawn to exit (start-up and imports included), alternating, on generated dumps of --sizes "
+        f"articles; the ratio per size (goal >= {WHOLE_GOAL}x)",
+    )
+    p.add_argument(
         "--sizes",
         type=int_list,
-        default=[5_000, 100_000],
-        help="with --scaling: article counts of the generated dumps, comma-separated (default 5000,100000)",
+        default=None,
+        help="with --scaling or --whole-process: article counts of the generated dumps, comma-separated "
+        f"(default 5000,100000; --whole-process: {','.join(map(str, WHOLE_SIZES))}, ~1.2k/4.9k/19.5k records)",
     )
     p.add_argument(
         "--repeat",
         type=positive_int,
-        default=1,
-        help="with --scaling: rounds per size, configurations alternating; medians reported (default 1)",
+        default=None,
+        help="with --scaling or --whole-process: rounds per size, configurations alternating; medians reported "
+        "(default 1; --whole-process: 3)",
     )
     p.add_argument(
         "--markdown",
         type=writable_file,
         default=None,
-        help="with --scaling: also write the table to this markdown file",
+        help="with --scaling or --whole-process: also write the table to this markdown file",
     )
     p.set_defaults(func=run)
 
