@@ -136,13 +136,14 @@ def test_choices_come_from_the_single_sources():
 def test_threads_help_says_what_the_code_does():
     """Bug: `--threads` said "0 = all cores" for the ONNX Runtime servers, which use all cores but one."""
     from labkit.serving.ort_generate import serving_threads
+    from labkit.threads import cores
 
     tree = dict(_tree(build_parser()))
 
     def threads_help(path):
         return next(a.help for a in tree[path]._actions if "--threads" in a.option_strings)
 
-    assert serving_threads(0) == max(1, (os.cpu_count() or 2) - 1)
+    assert serving_threads(0) == max(1, cores() - 1)  # the cores this process may use (its affinity)
     for path in (("serve", "api"), ("serve", "triton")):
         assert "all cores but one" in threads_help(path), path
     assert "all cores" in threads_help(("serve", "baseline")) and "but one" not in threads_help(("serve", "baseline"))

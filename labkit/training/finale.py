@@ -81,6 +81,7 @@ def train_finale_model(cfg, out_dir: str | Path, timeout_s: float = 900.0) -> Pa
         out_dir=out_dir,
         device=cfg.device,
         timeout_s=timeout_s,
+        preset=cfg.model_preset,
         echo=None,
     )
     return out_dir / "model"

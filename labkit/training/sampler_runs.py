@@ -24,6 +24,7 @@ class SamplerRuns:
     device: str = "auto"
     timeout_s: float = 300.0
     echo: Callable[[str], None] | None = print  # one line per run; None = silent
+    preset: str = "tiny"  # the model every run trains (labkit.model.PRESETS); the ranks' threads follow it
 
     def args(self, *flags: str) -> list[str]:
         """The `labkit.train` arguments of a run: the shared budget, then `flags`."""
@@ -38,6 +39,8 @@ class SamplerRuns:
             str(self.seed),
             "--max-source-len",
             str(self.max_source_len),
+            "--preset",
+            self.preset,
             "--no-grad-monitor",
             *flags,
         ]
@@ -52,6 +55,7 @@ class SamplerRuns:
             out_dir=Path(self.out_dir) / name,
             device=self.device,
             timeout_s=self.timeout_s,
+            preset=self.preset,
             echo=None,
         )
         if self.echo:

@@ -106,7 +106,7 @@ def run(runs, n_gpu: int, fixed_strategy: str, steps: int = 3, echo=print) -> De
     gpu = dataclasses.replace(runs, device="cuda", steps=steps, preset=PRESET)
 
     def go(name: str, strategy: str, cap_gb: float | None) -> Outcome:
-        flags = ["--strategy", strategy, "--preset", PRESET]
+        flags = ["--strategy", strategy]  # the preset is the runs' own (gpu.preset)
         if cap_gb is not None:
             flags += ["--cuda-memory-gb", f"{cap_gb:.3f}"]
         shutil.rmtree(Path(runs.out_dir) / name, ignore_errors=True)  # a rerun starts from nothing
@@ -116,6 +116,7 @@ def run(runs, n_gpu: int, fixed_strategy: str, steps: int = 3, echo=print) -> De
             out_dir=Path(runs.out_dir) / name,
             device="cuda",
             timeout_s=runs.timeout_s,
+            preset=gpu.preset,
             echo=None,
             check=False,
         )

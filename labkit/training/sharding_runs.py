@@ -21,8 +21,6 @@ STAGE = {"ddp": 0, "fsdp": 3}  # what each strategy shards, as a ZeRO stage
 
 @dataclasses.dataclass
 class ShardingRuns(SamplerRuns):
-    preset: str = "tiny"  # the model every run trains (labkit.model.PRESETS)
-
     def launch(self, name: str, nproc: int, strategy: str, *flags: str, fresh: bool = True) -> dict[int, dict]:
         """One `labkit.train --strategy STRATEGY` run on `nproc` processes; its rank reports.
 
@@ -30,7 +28,7 @@ class ShardingRuns(SamplerRuns):
         resumed at its last step and train nothing."""
         if fresh:
             shutil.rmtree(Path(self.out_dir) / name, ignore_errors=True)
-        return dataclasses.replace(self, nproc=nproc).run(name, "--strategy", strategy, "--preset", self.preset, *flags)
+        return dataclasses.replace(self, nproc=nproc).run(name, "--strategy", strategy, *flags)
 
     def resume_elsewhere(
         self, source: str, name: str, nproc: int, strategy: str, *flags: str, device: str | None = None
