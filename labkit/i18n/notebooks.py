@@ -495,35 +495,3 @@ def code_differs(english: Path, translated: Path, lang: str) -> list[Problem]:
             Problem("code-differs", translated.name, "the cells are not the English notebook's, in its order")
         )
     return problems
-
-
-def word_counts(notebooks_dir: Path, lang: str) -> dict[str, dict[str, int]]:
-    """Per notebook: English words translated (markdown + reader strings + claims) and the translation's characters."""
-    out = {}
-    for p in english_notebooks(notebooks_dir):
-        cat = load_catalog(p.stem, lang)
-        en_words = zh_chars = 0
-        for entry in cat["cells"].values():
-            if "en" in entry:
-                en_words += len(entry["en"].split())
-                zh_chars += len(entry.get("zh") or "")
-            for s in entry.get("strings", []):
-                if s.get("zh") is not None:
-                    en_words += len(_text_of(s["en"]).split())
-                    zh_chars += len(s["zh"])
-            for c in entry.get("comments", []):
-                if c.get("zh") is not None:
-                    en_words += len(c["en"].lstrip("#").split())
-                    zh_chars += len(c["zh"])
-        for name, text in cat.get("claims", {}).items():
-            en_words += len(name.split())
-            zh_chars += len(text or "")
-        out[p.stem] = {"english_words": en_words, "translated_chars": zh_chars}
-    return out
-
-
-def _text_of(literal: str) -> str:
-    try:
-        return _text(ast.parse(literal.strip(), mode="eval").body)
-    except (SyntaxError, AttributeError):
-        return literal
