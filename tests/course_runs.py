@@ -28,6 +28,12 @@ from labkit.report import write_reports
 RUNS = project_root() / "runs"
 PROFILE = "smoke"
 
+# a notebook that reads another's output runs after it: 08 serves the model the English run of 07 saved (the
+# FIX=False run of 08 too: its fix is the batching, not the model, so it serves the same model instead of training
+# one of its own, ~3 min)
+NEEDS = {"08_deployment": ["07_multitask_distributed_training"]}
+MODEL_07 = RUNS / "pytest" / "07_multitask_distributed_training" / "model"
+
 # smaller, still honest sizes for the FIX=False runs (the fix claims they feed do not depend on the budget)
 FAST = {
     "02_cleaning_pipeline": {"STEPS": 30},  # FIX=False trains both arms on the same records: identical runs
@@ -39,12 +45,6 @@ FAST = {
     # the fix claims compare the two servers under load at 16 clients; shorter levels, same levels
     "08_deployment": {"SECONDS_PER_LEVEL": 5.0, "REQUESTS_PER_LEVEL": 96, "MODEL_DIR": str(MODEL_07)},
 }
-
-# a notebook that reads another's output runs after it: 08 serves the model the English run of 07 saved (the
-# FIX=False run of 08 too: its fix is the batching, not the model, so it serves the same model instead of training
-# one of its own, ~3 min)
-NEEDS = {"08_deployment": ["07_multitask_distributed_training"]}
-MODEL_07 = RUNS / "pytest" / "07_multitask_distributed_training" / "model"
 
 
 def out_dir(lang: str = "en", fix: bool = True) -> Path:
