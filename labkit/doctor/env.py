@@ -137,7 +137,9 @@ def check_torch_build() -> list[Check]:
 def check_resources() -> list[Check]:
     import psutil
 
-    cores = os.cpu_count() or 1
+    from labkit.threads import cores as usable_cores
+
+    cores = usable_cores()  # the cores this process may use (taskset, a cgroup's cpuset), not the machine's count
     mem = psutil.virtual_memory().total / 2**30
     return [
         Check(
