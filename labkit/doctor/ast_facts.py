@@ -10,6 +10,12 @@ in the file.  This module collects what the checks need once:
 - every call with its resolved dotted name
 - the functions/methods defined in the file and who calls them (call graph)
 - "rank-derived" variables (taint from `RANK`, `get_rank()`, `*rank*` names)
+- guards: booleans derived from a rank test through assignments and attributes
+  (`should_save = ... and is_master(args)`, `args.should_save = should_save`), and the file's
+  functions that return one
+- dead code: module-level functions nothing in the file names (a save there never runs)
+
+What a value *is* (the optimizer, the wrapped model) is followed in labkit.doctor.dataflow.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ import io
 import re
 import tokenize
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import Iterator, NamedTuple
 
 FuncDef = (ast.FunctionDef, ast.AsyncFunctionDef)
 
@@ -29,6 +35,21 @@ RANKISH = re.compile(
     r"^gpu$|^gpu_id$|^local_gpu$",
     re.I,
 )
+
+
+Why = tuple[tuple[int | None, str], ...]  # evidence: (line or None, what it shows), in reading order
+
+
+class Hit(NamedTuple):
+    """One finding of a check. `variant` names the situation its fix is phrased for (a framework or a case the
+    check names; None: the script's framework); `why` is the chain of evidence `--explain` prints; `unknown`
+    says the concern is handed to code this file does not define: reported as `unknown`, never claimed."""
+
+    line: int
+    message: str
+    variant: str | None = None
+    why: Why = ()
+    unknown: bool = False
 
 
 def unparse(node: ast.AST | None) -> str:
@@ -93,6 +114,11 @@ class ScriptFacts:
     rank_vars: set[str] = field(default_factory=set)
     imported: set[str] = field(default_factory=set)  # names bound by imports: `torch.save` is not our `save`
     classes: set[str] = field(default_factory=set)
+    class_defs: dict[str, ast.ClassDef] = field(default_factory=dict)
+    guards: dict[str, tuple[int, str]] = field(default_factory=dict)  # guard text -> (line, how it is derived)
+    guard_attrs: dict[str, tuple[int, str]] = field(default_factory=dict)  # `X.should_save`: by attribute name
+    guard_funcs: dict[str, int] = field(default_factory=dict)  # in-file functions returning a rank test -> line
+    mentioned: set[str] = field(default_factory=set)  # every name/attribute/string read somewhere in the file
     star_imports: set[str] = field(default_factory=set)  # `from timm.utils import *`: modules whose names are unknown
     memo: dict[str, object] = field(default_factory=dict)  # answers two checks share (e.g. the --local_rank flow)
 
@@ -122,10 +148,18 @@ class ScriptFacts:
                 self.functions.setdefault(node.name, []).append(node)
             elif isinstance(node, ast.ClassDef):
                 self.classes.add(node.name)
+                self.class_defs[node.name] = node
             elif isinstance(node, ast.Call):
                 self.calls.append(node)
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                self.mentioned.add(node.id)
+            elif isinstance(node, ast.Attribute):
+                self.mentioned.add(node.attr)
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                self.mentioned.add(node.value)  # getattr(module, "train"), __all__, a registry's string
         self.calls.sort(key=lambda c: (c.lineno, c.col_offset))
         self._taint_rank()
+        self._find_guards()
 
     def _taint_rank(self) -> None:
         """Variables whose value comes from the rank (`seed_offset = ddp_rank`, `rank = int(os.environ["RANK"])`).
@@ -150,6 +184,48 @@ class ScriptFacts:
                     self.rank_vars.add(unparse(t))
             if len(self.rank_vars) == before:
                 break
+
+    def _find_guards(self) -> None:
+        """Booleans derived from a rank test, followed through assignments and attributes, and the file's
+        functions whose every return is a rank test (`def should_log(): return dist.get_rank() == 0`)."""
+        pairs = []
+        for a in ast.walk(self.tree):
+            if isinstance(a, ast.Assign):
+                for t in a.targets:
+                    if isinstance(t, ast.Tuple) and isinstance(a.value, ast.Tuple) and len(t.elts) == len(a.value.elts):
+                        pairs += [(te, ve, a) for te, ve in zip(t.elts, a.value.elts)]
+                    else:
+                        pairs.append((t, a.value, a))
+            elif isinstance(a, ast.AnnAssign) and a.value is not None:
+                pairs.append((a.target, a.value, a))
+        pairs = [(t, v, a) for t, v, a in pairs if isinstance(t, (ast.Name, ast.Attribute)) and _boolish(v)]
+        for _ in range(6):
+            before = len(self.guards) + len(self.guard_funcs)
+            for t, v, a in pairs:
+                text = unparse(t)
+                if text in self.guards:
+                    continue
+                reason = self.rank_test_reason(v) or (
+                    "a rank test"
+                    if not isinstance(v, (ast.Name, ast.Attribute, ast.Call)) and self.mentions_rank(v)
+                    else None
+                )
+                if reason is None or (isinstance(v, ast.Call) and not self._rank_call(v)):
+                    continue
+                self.guards[text] = (a.lineno, f"`{text} = {short(v)}`: {reason}")
+                if isinstance(t, ast.Attribute):
+                    self.guard_attrs.setdefault(t.attr, self.guards[text])
+            for name, defs in self.functions.items():
+                returns = [r.value for d in defs for r in ast.walk(d) if isinstance(r, ast.Return) and r.value]
+                if name not in self.guard_funcs and returns and all(self.is_rank_test(r) for r in returns):
+                    self.guard_funcs[name] = defs[0].lineno
+            if len(self.guards) + len(self.guard_funcs) == before:
+                break
+
+    def _rank_call(self, call: ast.Call) -> bool:
+        """`is_master(args)`, `accelerator.is_main_process()`, an in-file function returning a rank test."""
+        name = self.call_name(call).split(".")[-1]
+        return bool(RANKISH.search(name)) or name in self.guard_funcs
 
     # ---- names --------------------------------------------------------------------
     def resolve(self, node: ast.AST) -> str:
@@ -189,13 +265,30 @@ class ScriptFacts:
         return False
 
     def is_rank_test(self, test: ast.AST) -> bool:
-        """`if rank == 0`, `if master_process`, `if accelerator.is_main_process`, `if dist.get_rank() == 0`."""
+        """`if rank == 0`, `if master_process`, `if accelerator.is_main_process`, `if dist.get_rank() == 0`,
+        `if args.should_save` where `should_save` was derived from one."""
+        return self.rank_test_reason(test) is not None
+
+    def rank_test_reason(self, test: ast.AST) -> str | None:
+        """Why `test` is a rank test (what in it names the rank, or where its guard was derived), else None."""
         for sub in ast.walk(test):
-            if isinstance(sub, ast.Name) and RANKISH.search(sub.id):
-                return True
-            if isinstance(sub, ast.Attribute) and RANKISH.search(sub.attr):
-                return True
-        return False
+            if isinstance(sub, ast.Name):
+                if RANKISH.search(sub.id):
+                    return f"`{sub.id}` names the rank"
+                if sub.id in self.guards:
+                    line, how = self.guards[sub.id]
+                    return f"line {line}: {how}"
+                if sub.id in self.guard_funcs and isinstance(self.parents.get(sub), ast.Call):
+                    return f"`{sub.id}()` (line {self.guard_funcs[sub.id]}) returns a rank test"
+            if isinstance(sub, ast.Attribute):
+                if RANKISH.search(sub.attr):
+                    return f"`{unparse(sub)}` names the rank"
+                hit = self.guards.get(unparse(sub)) or self.guard_attrs.get(sub.attr)
+                if hit:
+                    return f"line {hit[0]}: {hit[1]}"
+                if sub.attr in self.guard_funcs and isinstance(self.parents.get(sub), ast.Call):
+                    return f"`{sub.attr}()` (line {self.guard_funcs[sub.attr]}) returns a rank test"
+        return None
 
     # ---- structure ---------------------------------------------------------------
     def ancestors(self, node: ast.AST) -> Iterator[ast.AST]:
@@ -212,9 +305,43 @@ class ScriptFacts:
     def same_function(self, a: ast.AST, b: ast.AST) -> bool:
         return self.enclosing_function(a) is self.enclosing_function(b)
 
+    def dead(self, node: ast.AST) -> bool:
+        """Is `node` in a function of the file that can never run: a module-level (or nested) function that
+        nothing in the file names, in a script that has an entry of its own? Methods are never dead (a
+        framework calls `forward`, `training_step`...), nor are decorated functions."""
+        if not self._has_entry():
+            return False  # a module others import: any function may be called from outside
+        for anc in self.ancestors(node):
+            if isinstance(anc, FuncDef) and not any(self._registers(d) for d in anc.decorator_list):
+                if isinstance(self.parents.get(anc), ast.ClassDef):
+                    return False
+                if anc.name not in self.mentioned:
+                    return True
+        return False
+
+    def _registers(self, decorator: ast.AST) -> bool:
+        """A decorator that may hand the function to a framework (`@app.command()`, `@hydra.main(...)`); torch's
+        `@torch.no_grad()` and functools' wrappers only wrap it."""
+        target = decorator.func if isinstance(decorator, ast.Call) else decorator
+        return self.resolve(target).split(".")[0] not in ("torch", "functools", "contextlib")
+
+    def _has_entry(self) -> bool:
+        """A `__main__` block or a module-level call: the file runs as a script."""
+        if "has_entry" not in self.memo:
+            self.memo["has_entry"] = any(
+                (isinstance(s, ast.If) and "__main__" in unparse(s.test))
+                or (isinstance(s, ast.Expr) and isinstance(s.value, ast.Call))
+                for s in self.tree.body
+            )
+        return self.memo["has_entry"]
+
     def targets(self, call: ast.Call) -> list[ast.AST]:
-        """In-file functions/methods a call may land in (`helper()`, `self._run_epoch()`)."""
+        """In-file functions/methods a call may land in (`helper()`, `self._run_epoch()`, `Trainer(...)`'s
+        `__init__`)."""
         if isinstance(call.func, ast.Name):
+            if call.func.id in self.class_defs and call.func.id not in self.functions:
+                cls = self.class_defs[call.func.id]
+                return [d for d in cls.body if isinstance(d, FuncDef) and d.name == "__init__"]
             return self.functions.get(call.func.id, [])
         if isinstance(call.func, ast.Attribute):
             root = call.func.value
@@ -255,9 +382,7 @@ class ScriptFacts:
                         stack.append((func, bound))
 
     def _bind(self, call: ast.Call, func: ast.AST, names: set[str]) -> set[str]:
-        params = [a.arg for a in func.args.posonlyargs + func.args.args]
-        if params and params[0] in ("self", "cls") and isinstance(call.func, ast.Attribute):
-            params = params[1:]
+        params = self.params(call, func)
         bound = {n for n in names if n.startswith("self.")}
         for param, arg in zip(params, call.args):
             if self.uses(arg, names):
@@ -266,6 +391,18 @@ class ScriptFacts:
             if kw.arg and self.uses(kw.value, names):
                 bound.add(kw.arg)
         return bound
+
+    @staticmethod
+    def params(call: ast.Call, func: ast.AST) -> list[str]:
+        """The parameters `call`'s positional arguments land in (`self` skipped for a method or a constructor)."""
+        params = [a.arg for a in func.args.posonlyargs + func.args.args]
+        if (
+            params
+            and params[0] in ("self", "cls")
+            and (isinstance(call.func, ast.Attribute) or func.name == "__init__")
+        ):
+            params = params[1:]
+        return params
 
     @staticmethod
     def uses(node: ast.AST, names: set[str]) -> bool:
@@ -287,6 +424,19 @@ class ScriptFacts:
                 yield node.lineno, node.value
 
 
+def _boolish(node: ast.AST) -> bool:
+    """A value that can be a guard: a comparison, `and`/`or`/`not`, a call (`is_master(args)`), another name."""
+    return isinstance(node, (ast.Compare, ast.BoolOp, ast.UnaryOp, ast.Call, ast.Name, ast.Attribute)) and not (
+        isinstance(node, ast.UnaryOp) and not isinstance(node.op, ast.Not)
+    )
+
+
+def short(node: ast.AST, width: int = 70) -> str:
+    """`node`'s source, cut to `width` characters: evidence quotes the code, not a page of it."""
+    text = unparse(node)
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
 # ---- what kind of script is this? (shared by the checks in labkit.doctor.script) ----
 def is_ddp(f: ScriptFacts) -> bool:
     """Runs as several processes that it wires up itself (DDP, a process group, mp.spawn)."""
@@ -295,39 +445,35 @@ def is_ddp(f: ScriptFacts) -> bool:
     )
 
 
-def backward_calls(f: ScriptFacts) -> list[ast.Call]:
-    return [c for c in f.calls if isinstance(c.func, ast.Attribute) and c.func.attr == "backward"]
+LAUNCHER_ENV = ("WORLD_SIZE", "RANK", "LOCAL_RANK")  # what torchrun (and the legacy launcher) set for each rank
 
 
-def optimizer_steps(f: ScriptFacts) -> list[ast.Call]:
-    """`optimizer.step()`, `opt.step()`, `scaler.step(optimizer)`; not `scheduler.step()`."""
-    out = []
+def multi_process(f: ScriptFacts) -> bool:
+    """Meant to run as several processes: it wires them up itself (`is_ddp`), uses accelerate, or reads the rank
+    or the world size a launcher sets (`ddp = int(os.environ.get("WORLD_SIZE", 1)) != 1`)."""
+    return (
+        is_ddp(f)
+        or f.references("Accelerator")
+        or any(isinstance(n, ast.Constant) and n.value in LAUNCHER_ENV for n in ast.walk(f.tree))
+    )
+
+
+def launch_line(f: ScriptFacts) -> int | None:
+    """Where the script shows it runs as several processes (a process group, DDP, a spawn, accelerate, Fabric, the
+    launcher's environment): the first line of the evidence for the checks that only matter then."""
     for c in f.calls:
-        if isinstance(c.func, ast.Attribute) and c.func.attr == "step":
-            recv = unparse(c.func.value).lower()
-            if "sched" in recv:
-                continue
-            if "opt" in recv or "scaler" in recv or any("optim" in unparse(a).lower() for a in c.args):
-                out.append(c)
-    return out
-
-
-def scaler_steps(f: ScriptFacts) -> list[ast.Call]:
-    """`loss_scaler(loss, optimizer, ...)`: timm's/MAE's NativeScaler runs backward and the step in one call."""
-    out = []
-    for c in f.calls:
-        name = f.call_name(c).split(".")[-1]
-        if "scaler" in name.lower() and len(c.args) >= 2 and "opt" in unparse(c.args[1]).lower():
-            out.append(c)
-    return out
-
-
-def hand_loop(f: ScriptFacts) -> ast.Call | None:
-    """The optimizer step of a hand-written loop (`backward()` then `optimizer.step()`, or a loss
-    scaler called with the loss and the optimizer), if any."""
-    steps = optimizer_steps(f) if backward_calls(f) else []
-    steps = sorted(steps + scaler_steps(f), key=lambda c: (c.lineno, c.col_offset))
-    return steps[0] if steps else None
+        if f.call_name(c).split(".")[-1] in (
+            "init_process_group",
+            "DistributedDataParallel",
+            "spawn",
+            "Accelerator",
+            "Fabric",
+        ):
+            return c.lineno
+    for node in ast.walk(f.tree):
+        if isinstance(node, ast.Constant) and node.value in LAUNCHER_ENV:
+            return node.lineno
+    return None
 
 
 def loader_dataset_is_iterable(f: ScriptFacts, loader: ast.Call) -> bool:
@@ -403,26 +549,43 @@ def chunks_text(f: ScriptFacts) -> bool:
     )
 
 
-def guarded(f: ScriptFacts, node: ast.AST, seen: set[int] | None = None) -> bool:
+def guarded(f: ScriptFacts, node: ast.AST) -> bool:
     """Is every path to `node` behind a rank-0 test (here, by early return, or at every caller)?"""
+    return guard_chain(f, node)[0]
+
+
+def guard_chain(
+    f: ScriptFacts, node: ast.AST, seen: set[int] | None = None
+) -> tuple[bool, list[tuple[int | None, str]]]:
+    """(is every path to `node` behind a rank test, the evidence: each test above it and why it is or is not one,
+    and the callers of its function when the answer is theirs)."""
     seen = seen if seen is not None else set()
+    why: list[tuple[int | None, str]] = []
     func = None
     for anc in f.ancestors(node):
-        if isinstance(anc, (ast.If, ast.IfExp, ast.While)) and f.is_rank_test(anc.test):
-            return True
-        if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        if isinstance(anc, (ast.If, ast.IfExp, ast.While)):
+            reason = f.rank_test_reason(anc.test)
+            if reason:
+                return True, [*why, (anc.lineno, f"guarded by `{short(anc.test)}`: {reason}")]
+            why.append((anc.lineno, f"`{short(anc.test)}` is not a rank test: nothing in it derives from the rank"))
+        if isinstance(anc, FuncDef):
             func = anc
             break
-    if func is None or id(func) in seen:
-        return False
+    if func is None:
+        return False, [*why, (node.lineno, "module-level code: every process runs it")]
+    if id(func) in seen:
+        return False, why
     seen.add(id(func))
     for stmt in ast.walk(func):  # `if rank != 0: return` before the save
-        if (
-            isinstance(stmt, ast.If)
-            and f.is_rank_test(stmt.test)
-            and stmt.lineno < node.lineno
-            and any(isinstance(s, ast.Return) for s in stmt.body)
-        ):
-            return True
-    callers = f.callers(func)
-    return bool(callers) and all(guarded(f, c, seen) for c in callers)
+        if isinstance(stmt, ast.If) and stmt.lineno < node.lineno and any(isinstance(s, ast.Return) for s in stmt.body):
+            reason = f.rank_test_reason(stmt.test)
+            if reason:
+                return True, [*why, (stmt.lineno, f"`{short(stmt.test)}` returns early: {reason}")]
+    callers = [c for c in f.callers(func) if not f.dead(c)]
+    if not callers:
+        return False, [*why, (func.lineno, f"`{func.name}()` is not called from a guarded place in this file")]
+    for c in callers:
+        ok, sub = guard_chain(f, c, seen)
+        if not ok:
+            return False, [*why, (c.lineno, f"`{func.name}()` is called here without a rank test"), *sub]
+    return True, [*why, (func.lineno, f"every call of `{func.name}()` is behind a rank test")]

@@ -9,7 +9,8 @@ script in this process and compares the codes it reports with the labels:
 * recall: labelled findings the doctor reports / labelled findings (summed over scripts);
 * a false alarm: a code reported that is neither labelled nor `unknown` (once per script),
   shown per 20 scripts;
-* `unknown` concerns (the script hands them to code it does not define) count neither way.
+* `unknown` concerns (the script hands them to code it does not define) count neither way, and so do
+  the doctor's own `unknown` findings (it says it cannot see the concern: not a claim either way).
 
 The project's line (issue #29): recall >= 95 % and at most 1 false alarm per 20
 scripts, on the held-out third and on the whole corpus.  The held-out third is
@@ -27,8 +28,8 @@ from labkit.cli_errors import Parser, UsageError, existing_dir
 from labkit.doctor.script import CHECKS, check_source
 
 CORPUS_DIR = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "doctor_corpus"
-# The codes a label may use: the doctor's, plus those issue #29 adds before the doctor has them.
-CONTRACT = tuple(dict.fromkeys([*CHECKS, "model_not_wrapped"]))
+# The codes a label may use: the doctor's (model_not_wrapped, which issue #29 added, among them).
+CONTRACT = tuple(CHECKS)
 SPLITS = ("dev", "heldout")
 RECALL_LINE = 0.95  # issue #29: recall >= 95 %
 FALSE_ALARMS_PER_20_LINE = 1.0  # ... and at most 1 false alarm per 20 scripts
@@ -42,6 +43,7 @@ class ScriptScore:
     labelled: list[str]
     unknown: list[str]
     reported: list[str]
+    said_unknown: list[str] = field(default_factory=list)  # codes the doctor reported as `unknown`: no claim
     found: list[str] = field(default_factory=list)  # labelled and reported
     missed: list[str] = field(default_factory=list)  # labelled, not reported
     false_alarms: list[str] = field(default_factory=list)  # reported, neither labelled nor unknown
@@ -110,7 +112,9 @@ def score_script(entry: dict, corpus_dir: Path | str = CORPUS_DIR) -> ScriptScor
     s = ScriptScore(entry["file"], entry["split"], labelled, unknown, reported=[])
     try:
         source = path.read_text(encoding="utf-8")
-        s.reported = sorted({f.code for f in check_source(source, str(path))})
+        findings = check_source(source, str(path))
+        s.reported = sorted({f.code for f in findings if f.severity != "unknown"})
+        s.said_unknown = sorted({f.code for f in findings if f.severity == "unknown"} - set(s.reported))
     except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError) as exc:
         s.error = f"{type(exc).__name__}: {exc}"
         s.missed = labelled

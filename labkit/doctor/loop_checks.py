@@ -5,7 +5,10 @@ file's own helpers, timm's `dispatch_clip_grad`, a loss scaler called with `clip
 `fabric.clip_gradients`, accelerate's `accelerator.clip_grad_norm_`; seeding through a project's
 `fix_random_seeds(...)`; warmup through a schedule, a `warmup_*` setting or a hand-written ramp.
 A library's trainer owns these concerns only when the name really comes from that library
-(labkit.doctor.frameworks).
+(labkit.doctor.frameworks).  The loop is found by data flow (labkit.doctor.dataflow): whatever an
+optimizer constructor returned is the optimizer, whatever it is called.  Where the file hands the loop
+to code it does not define (a DeepSpeed engine configured by JSON, the project's `train_one_epoch`),
+clipping and warmup are reported as `unknown`, not guessed.
 """
 
 from __future__ import annotations
@@ -13,8 +16,27 @@ from __future__ import annotations
 import ast
 import re
 
-from labkit.doctor.ast_facts import FuncDef, ScriptFacts, hand_loop, is_const, is_ddp, kwarg, scaler_steps, unparse
+from labkit.doctor.ast_facts import (
+    FuncDef,
+    Hit,
+    ScriptFacts,
+    is_const,
+    kwarg,
+    launch_line,
+    multi_process,
+    short,
+    unparse,
+)
+from labkit.doctor.dataflow import (
+    deepspeed_engine,
+    hand_loop,
+    loop_evidence,
+    optimizers,
+    project_helper,
+    scaler_steps,
+)
 from labkit.doctor.frameworks import (
+    HF_TRAINERS,
     own_trainer_run,
     uses_accelerate,
     uses_fabric,
@@ -55,29 +77,98 @@ def clips_gradients(f: ScriptFacts) -> bool:
     return False
 
 
-def check_no_grad_clip(f: ScriptFacts) -> list[tuple[int, str]]:
+def helper_loop(f: ScriptFacts) -> ast.Call | None:
+    """`train_one_epoch(model, optimizer, loader, ...)` in a loop, where the function is the project's own code in
+    another file: the optimizer is made here and stepped there (torchvision's references, DINO, MAE)."""
+    flow = optimizers(f)
+    for c in f.calls:
+        if (
+            f.dead(c)
+            or not project_helper(f, c)
+            or not any(isinstance(a, (ast.For, ast.While)) for a in f.ancestors(c))
+        ):
+            continue
+        if any(flow.chain(a) for a in c.args + [k.value for k in c.keywords]):
+            return c
+    return None
+
+
+def _handed_over(f: ScriptFacts, step: ast.Call | None, concern: str) -> Hit | None:
+    """The `unknown` finding where the loop's `concern` lives in code this file does not define."""
+    if step is not None and deepspeed_engine(f, step):
+        why = (
+            *loop_evidence(f, step),
+            (None, f"DeepSpeed sets {concern} in its JSON config, which this file does not show"),
+        )
+        return Hit(
+            step.lineno,
+            f"the DeepSpeed engine steps the optimizer: its {concern} is set in the DeepSpeed config, not in this file",
+            why=why,
+            unknown=True,
+        )
+    helper = helper_loop(f) if step is None else None
+    if helper is not None:
+        chain = next(
+            optimizers(f).chain(a) for a in helper.args + [k.value for k in helper.keywords] if optimizers(f).chain(a)
+        )
+        why = (
+            *chain,
+            (
+                helper.lineno,
+                f"`{unparse(helper.func)}(...)` gets the optimizer: the project's own code, not in this file",
+            ),
+        )
+        return Hit(
+            helper.lineno,
+            f"the optimizer is stepped inside `{unparse(helper.func)}`, which this file does not define: "
+            f"whether it applies {concern} is not known here",
+            why=why,
+            unknown=True,
+        )
+    return None
+
+
+def check_no_grad_clip(f: ScriptFacts) -> list[Hit]:
     """One bad batch can blow the weights up (the course's exploding-gradients notebook)."""
     step = hand_loop(f)
-    if step is None or clips_gradients(f):
+    if clips_gradients(f):
         return []
+    handed = _handed_over(f, step, "gradient clipping")
+    if handed is not None:
+        return [handed]
+    if step is None:
+        return []
+    why = (*loop_evidence(f, step), (None, NO_CLIP))
     if step in scaler_steps(f):  # the loss scaler runs backward and the step: it is where clipping goes
         return [
-            (
+            Hit(
                 step.lineno,
                 "the loss scaler steps the optimizer without gradient clipping (no `clip_grad=`)",
                 "loss_scaler",
+                why,
             )
         ]
-    return [(step.lineno, "a hand-written loop steps the optimizer without gradient clipping")]
+    return [Hit(step.lineno, "a hand-written loop steps the optimizer without gradient clipping", why=why)]
 
 
-def _seed_calls(f: ScriptFacts) -> list[ast.Call]:
-    """Calls that seed torch; a project's own `init_seeds(...)`/`setup_seed(...)` is given the benefit of the doubt."""
+NO_CLIP = (
+    "nothing in the file clips: no clip_grad_norm_/clip_grad_value_/clip_gradients call (its own helpers followed), "
+    "no clip_grad=/max_grad_norm= setting, no `p.grad.clamp_()`"
+)
+
+
+def _seed_calls(f: ScriptFacts, numpy_too: bool = False) -> list[ast.Call]:
+    """Calls that seed torch (with `numpy_too`, also numpy's and Python's global generators); a project's own
+    `init_seeds(...)`/`setup_seed(...)` is given the benefit of the doubt. Never a seed in dead code."""
     out = []
     for c in f.calls:
         name = f.call_name(c)
         last = name.split(".")[-1]
-        if "seed" not in last.lower() or name in ("random.seed", "numpy.random.seed", "np.random.seed"):
+        if f.dead(c) or "seed" not in last.lower():
+            continue
+        if name in ("random.seed", "numpy.random.seed", "np.random.seed"):
+            if numpy_too:
+                out.append(c)
             continue
         if last.startswith("manual_seed") and (not name.startswith("torch") or "()" in name):
             continue  # torch.Generator().manual_seed(...) seeds a private generator
@@ -87,27 +178,83 @@ def _seed_calls(f: ScriptFacts) -> list[ast.Call]:
     return out
 
 
-def check_no_seed(f: ScriptFacts) -> list[tuple[int, str]]:
+def _lift(f: ScriptFacts, node: ast.AST, func: ast.AST | None) -> ast.AST | None:
+    """`node`, or the call (of its function, through single callers) that stands for it inside `func`."""
+    for _ in range(4):
+        outer = f.enclosing_function(node)
+        if outer is func:
+            return node
+        if outer is None:
+            return None
+        callers = [c for c in f.callers(outer) if not f.dead(c)]
+        if len(callers) != 1:
+            return None
+        node = callers[0]
+    return None
+
+
+def _seeds_too_late(f: ScriptFacts, seed: ast.Call, training: ast.AST) -> str | None:
+    """Why `seed` comes too late to make the run reproducible -- inside the training loop (per-step inputs) or
+    after the training step (a sampling generator) -- or None when it can run before training starts."""
+    here = _lift(f, training, f.enclosing_function(seed))
+    if here is None:
+        seed = _lift(f, seed, f.enclosing_function(training))
+        here = training if seed is not None else None
+    if here is None:
+        return None
+    inner = next((a for a in f.ancestors(here) if isinstance(a, (ast.For, ast.While))), None)
+    if inner is not None and any(a is inner for a in f.ancestors(seed)):
+        return (
+            f"runs inside the training loop (line {inner.lineno}): it seeds each step's draws, after the model is built"
+        )
+    if seed.lineno > here.lineno:
+        return f"runs after the training step (line {here.lineno}): the model and the data order were drawn unseeded"
+    return None
+
+
+def check_no_seed(f: ScriptFacts) -> list[Hit]:
     """Unseeded runs can't be reproduced or compared. Hugging Face's Trainer seeds for you (its
     TrainingArguments default to seed=42); Lightning's does not; a project's own `Trainer` class
     (minGPT-ddp's `from trainer import Trainer`) is not a library that seeds."""
-    if _seed_calls(f) or uses_hf_arguments(f) or uses_hf_trainer(f):
+    if uses_hf_arguments(f) or uses_hf_trainer(f):
         return []
+    seeds = _seed_calls(f)
     training = hand_loop(f)
     if training is None and uses_lightning(f):
         training = next(iter(f.calls_named("train", "fit")), None)
+    if training is None:
+        training = helper_loop(f)
     if training is not None:
-        return [(training.lineno, "this training script never seeds torch")]
+        late = [(s, _seeds_too_late(f, s, training)) for s in seeds]
+        if seeds and not all(why for _, why in late):
+            return []
+        why = (
+            loop_evidence(f, training)
+            if training is hand_loop(f)
+            else ((training.lineno, f"`{short(training)}` trains"),)
+        )
+        why = (*why, *((s.lineno, f"`{short(s)}` {reason}") for s, reason in late))
+        why = (*why, (None, "no seed call runs before training (torch.manual_seed, a seed_everything/set_seed helper)"))
+        return [
+            Hit(
+                training.lineno,
+                "this training script never seeds torch" + (" before training" if seeds else ""),
+                why=why,
+            )
+        ]
+    if seeds:
+        return []
     own = own_trainer_run(f)
     if own is None:
         return []
     call, cls = own
     where = f"comes from `{cls.rsplit('.', 1)[0]}`" if "." in cls else "is defined in this file"
     return [
-        (
+        Hit(
             call.lineno,
             f"this training script never seeds torch: its `{cls.split('.')[-1]}` {where}, "
             "the project's own code, not a library that seeds",
+            why=((call.lineno, f"`{short(call)}` runs the project's own trainer"), (None, "no seed call in the file")),
         )
     ]
 
@@ -115,31 +262,64 @@ def check_no_seed(f: ScriptFacts) -> list[tuple[int, str]]:
 SHUFFLES = ("random_split", "randperm", "shuffle", "sample", "permutation", "train_test_split")
 
 
-def _unseeded_splits(f: ScriptFacts) -> list[tuple[int, str]]:
-    """`random_split` with no seed set before it and no generator of its own, in a script every rank runs."""
-    if not (is_ddp(f) or uses_accelerate(f) or uses_fabric(f)) or uses_hf_trainer(f):
+def _sharded(f: ScriptFacts) -> bool:
+    """Each rank takes its part of the (shared) dataset: a DistributedSampler, HF's Trainer or accelerate."""
+    return f.references("DistributedSampler", "split_dataset_by_node") or uses_hf_trainer(f) or uses_accelerate(f)
+
+
+def _unseeded_splits(f: ScriptFacts) -> list[Hit]:
+    """A split (`random_split`) or a datasets `.shuffle()` with no seed set before it and none of its own, in a
+    script every rank runs: each rank draws its own. A `.shuffle()` only matters where the ranks then shard it."""
+    if not (multi_process(f) or uses_accelerate(f) or uses_fabric(f)):
         return []
-    seeds = _seed_calls(f)
-    for split in f.calls_named("random_split"):
-        if kwarg(split, "generator") is not None or len(split.args) > 2:
+    seeds = _seed_calls(f, numpy_too=True)
+    if uses_hf_trainer(f):  # the Trainer seeds (TrainingArguments' seed) when it is built: a seed from there on
+        seeds += [c for c in f.calls if f.call_name(c).split(".")[-1] in HF_TRAINERS]
+    ops = [c for c in f.calls_named("random_split") if kwarg(c, "generator") is None and len(c.args) <= 2]
+    if _sharded(f):  # `ds.shuffle()`: a method given nothing to seed it (random.shuffle(x) takes the data)
+        ops += [
+            c
+            for c in f.calls_named("shuffle")
+            if isinstance(c.func, ast.Attribute)
+            and unparse(c.func.value) != "self"  # a class of the file reshuffling itself: not the shared dataset
+            and not c.args
+            and kwarg(c, "seed") is None
+            and kwarg(c, "generator") is None
+        ]
+    for op in sorted(ops, key=lambda c: c.lineno):
+        if f.dead(op) or any(not f.same_function(s, op) or s.lineno < op.lineno for s in seeds):
             continue
-        if any(not f.same_function(s, split) or s.lineno < split.lineno for s in seeds):
-            continue
+        what = "`random_split`" if f.call_name(op).endswith("random_split") else f"`{short(op.func)}()`"
+        why = (
+            (launch_line(f), "every rank runs this script"),
+            (op.lineno, f"{what} has no seed of its own and no seed is set before it"),
+            *((s.lineno, f"`{short(s)}` seeds only later") for s in seeds if f.same_function(s, op)),
+        )
+        harm = (
+            "each rank draws a different split, so one rank's training data is another's held-out data"
+            if what == "`random_split`"
+            else "each rank holds a different order, and the sampler then hands ranks overlapping examples"
+        )
         return [
-            (
-                split.lineno,
-                "`random_split` runs on every rank with no seed set and no generator of its own: "
-                "each rank draws a different split, so one rank's training data is another's "
-                "held-out data",
-            )
+            Hit(op.lineno, f"{what} runs on every rank with no seed set and no generator of its own: {harm}", why=why)
         ]
     return []
 
 
-def check_unsynced_seed(f: ScriptFacts) -> list[tuple[int, str]]:
+def _pos(node: ast.AST) -> tuple[int, int]:
+    """Where a node starts: `setup_seed(s); perm = torch.randperm(n)` on one line still runs in that order."""
+    return node.lineno, node.col_offset
+
+
+def _ranked(f: ScriptFacts, seed: ast.Call) -> bool:
+    return any(f.mentions_rank(a) for a in seed.args + [k.value for k in seed.keywords])
+
+
+def check_unsynced_seed(f: ScriptFacts) -> list[Hit]:
     """A rank-derived seed -- or no seed at all -- makes each rank split/shuffle the shared dataset
     differently: the ranks' "train" sets overlap the others' validation sets."""
-    seeds = [c for c in _seed_calls(f) if any(f.mentions_rank(a) for a in c.args + [k.value for k in c.keywords])]
+    all_seeds = _seed_calls(f)
+    seeds = [c for c in all_seeds if _ranked(f, c)]
     if not seeds:
         return _unseeded_splits(f)
     seed = seeds[0]
@@ -152,13 +332,29 @@ def check_unsynced_seed(f: ScriptFacts) -> list[tuple[int, str]]:
         ops.append(c)
     if not f.references("DistributedSampler") and not uses_accelerate(f) and not uses_hf_trainer(f):
         ops += [c for c in f.calls_named("DataLoader") if is_const(kwarg(c, "shuffle"), True)]
-    ops = [o for o in ops if not (f.same_function(o, seed) and o.lineno < seed.lineno)]
-    if not ops:
+    ops = [o for o in ops if not f.dead(o) and not (f.same_function(o, seed) and o.lineno < seed.lineno)]
+    why = [(seed.lineno, f"`{short(seed)}` derives the seed from the rank")]
+    unsynced = []
+    for op in ops:  # the seed in force at the op: the last one set before it in its function
+        before = [s for s in all_seeds if f.same_function(s, op) and _pos(s) < _pos(op)]
+        last = max(before, key=_pos) if before else None
+        if last is not None and not _ranked(f, last):
+            why.append(
+                (
+                    op.lineno,
+                    f"`{short(op)}` is re-seeded by `{short(last)}` (line {last.lineno}), the same on every rank",
+                )
+            )
+        else:
+            unsynced.append(op)
+    if not unsynced:
         return []
+    why.append((unsynced[0].lineno, f"`{short(unsynced[0])}` splits/shuffles with the rank's seed in force"))
     return [
-        (
+        Hit(
             seed.lineno,
-            f"the torch seed is derived from the rank and line {ops[0].lineno} then splits/shuffles the shared dataset with it: every rank gets a different split",
+            f"the torch seed is derived from the rank and line {unsynced[0].lineno} then splits/shuffles the shared dataset with it: every rank gets a different split",
+            why=tuple(why),
         )
     ]
 
@@ -232,16 +428,31 @@ def _has_warmup(f: ScriptFacts) -> bool:
     return f.references("OneCycleLR", "LinearLR")
 
 
-def check_no_warmup(f: ScriptFacts) -> list[tuple[int, str]]:
+def check_no_warmup(f: ScriptFacts) -> list[Hit]:
     """Adam's first steps use poorly estimated moments: full LR from step 0 derails transformers."""
     step = hand_loop(f)
-    if step is None or _has_warmup(f):
+    if _has_warmup(f) or (step is None and helper_loop(f) is None):
         return []
-    adam = [c for c in f.calls if f.call_name(c).split(".")[-1] in ADAM_FAMILY]
-    transformer = any(TRANSFORMERISH.search(f.call_name(c)) for c in f.calls) or any(
-        c.func.attr == "from_pretrained" for c in f.calls if isinstance(c.func, ast.Attribute)
-    )
-    if not adam and not transformer:
+    adam = [c for c in f.calls if f.call_name(c).split(".")[-1] in ADAM_FAMILY and not f.dead(c)]
+    models = [c for c in f.calls if TRANSFORMERISH.search(f.call_name(c)) and not f.dead(c)] + [
+        c for c in f.calls if isinstance(c.func, ast.Attribute) and c.func.attr == "from_pretrained" and not f.dead(c)
+    ]
+    if not adam and not models:
         return []
+    handed = _handed_over(f, step, "learning-rate warmup")
+    if handed is not None:
+        return [handed]
     line = adam[0].lineno if adam else step.lineno
-    return [(line, "Adam/transformer training starts at full learning rate (constant LR or a schedule with no warmup)")]
+    why = (
+        *loop_evidence(f, step),
+        *(((adam[0].lineno, f"`{short(adam[0].func)}`: an Adam-family optimizer"),) if adam else ()),
+        *(((models[0].lineno, f"`{short(models[0].func)}`: a transformer"),) if models else ()),
+        (None, "no warmup anywhere in the file: no `warmup` setting or schedule, no OneCycleLR/LinearLR"),
+    )
+    return [
+        Hit(
+            line,
+            "Adam/transformer training starts at full learning rate (constant LR or a schedule with no warmup)",
+            why=why,
+        )
+    ]

@@ -18,26 +18,32 @@ import ast
 import json
 import re
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 from labkit.doctor.ast_facts import (
+    Hit,
     ScriptFacts,
     chunks_text,
     epoch_loops,
+    guard_chain,
     guarded,
     has_splat,
     is_const,
     is_ddp,
     kwarg,
+    launch_line,
     loader_dataset_is_iterable,
+    multi_process,
     names_in,
     rank_strided,
+    short,
     unparse,
 )
 from labkit.doctor.frameworks import framework
 from labkit.doctor.launch_checks import check_legacy_launch, check_model_not_on_device, check_unused_local_rank_arg
 from labkit.doctor.loop_checks import check_no_grad_clip, check_no_seed, check_no_warmup, check_unsynced_seed
 from labkit.doctor.script_fixes import FIXES, fix_for, severity  # noqa: F401  (FIXES: one fix per code, tests)
+from labkit.doctor.wrap_checks import check_model_not_wrapped
 
 
 @dataclass(frozen=True)
@@ -47,44 +53,91 @@ class Finding:
     code: str
     message: str
     fix: str
-    severity: str = "warning"  # "note": true, but changes nothing at run time (exit status 0 on notes alone)
+    # "note": true, but changes nothing at run time; "unknown": the file hands the concern to code it does not
+    # define, so the doctor says what it cannot see instead of guessing (exit status 0 on notes and unknowns alone)
+    severity: str = "warning"
+    why: tuple[tuple[int | None, str], ...] = field(default=(), compare=False)  # the evidence, for --explain
 
-    def as_text(self) -> str:
-        note = "note: " if self.severity == "note" else ""
-        return f"{self.path}:{self.line}: {self.code}: {note}{self.message} — fix: {self.fix}"
+    def as_text(self, explain: bool = False) -> str:
+        mark = f"{self.severity}: " if self.severity in ("note", "unknown") else ""
+        text = f"{self.path}:{self.line}: {self.code}: {mark}{self.message} — fix: {self.fix}"
+        if explain:
+            text += "".join(f"\n    {f'line {n}' if n else 'file'}: {what}" for n, what in self.why)
+        return text
+
+    def as_json(self, explain: bool = False) -> dict:
+        out = asdict(self)
+        out["why"] = [{"line": n, "evidence": what} for n, what in self.why]
+        if not explain:
+            del out["why"]
+        return out
 
 
 # ---- one function per code (the launch checks live in labkit.doctor.launch_checks, the loop's in loop_checks) ----
-def check_no_distributed_sampler(f: ScriptFacts) -> list[tuple[int, str]]:
+def _rank_aware_sampler(f: ScriptFacts) -> ast.Call | None:
+    """A sampler told which rank it serves: `DistributedBucketSampler(..., num_replicas=n, rank=rank)`,
+    `MySampler(ds, rank, world_size)`: it shards like a DistributedSampler, whatever its name."""
+    for c in f.calls:
+        if not f.call_name(c).split(".")[-1].endswith("Sampler"):
+            continue
+        if (
+            kwarg(c, "num_replicas") is not None
+            or kwarg(c, "rank") is not None
+            or any(f.mentions_rank(a) for a in c.args)
+        ):
+            return c
+    return None
+
+
+EVAL = re.compile(r"val|test|eval|dev", re.I)
+
+
+def check_no_distributed_sampler(f: ScriptFacts) -> list[Hit]:
     """Without per-rank sharding every rank trains on the whole dataset: N times the work, no speed-up."""
     if not is_ddp(f) or framework(f) != "torch":
         return []
-    if f.references("DistributedSampler", "split_dataset_by_node") or rank_strided(f):
+    if f.references("DistributedSampler", "split_dataset_by_node") or rank_strided(f) or _rank_aware_sampler(f):
         return []
-    loaders = [c for c in f.calls_named("DataLoader") if not has_splat(c)]
+    loaders = [c for c in f.calls_named("DataLoader") if not has_splat(c) and not f.dead(c)]
     loaders = [c for c in loaders if kwarg(c, "sampler") is None and kwarg(c, "batch_sampler") is None]
     loaders = [c for c in loaders if not loader_dataset_is_iterable(f, c)]
     if not loaders:
         return []
 
-    def is_train(c):
+    def names(c):  # what the loader is called and what it loads, not its settings (`hps.train.batch_size`)
         parent = f.parents.get(c)
-        text = unparse(c) + (" ".join(unparse(t) for t in parent.targets) if isinstance(parent, ast.Assign) else "")
-        return "train" in text.lower()
+        held = " ".join(unparse(t) for t in parent.targets) if isinstance(parent, ast.Assign) else ""
+        data = unparse(c.args[0]) if c.args else unparse(kwarg(c, "dataset"))
+        return held, data
+
+    def is_train(c):
+        held, data = names(c)
+        return not EVAL.search(held) and "train" in (held + " " + data).lower()
 
     train = [c for c in loaders if is_train(c)] or (
-        [loaders[0]]
-        if not any(re.search(r"val|test|eval", unparse(f.parents.get(c)), re.I) for c in loaders[:1])
-        else []
+        [loaders[0]] if not EVAL.search(" ".join(names(loaders[0]))) else []
     )
-    return (
-        [(train[0].lineno, "the training DataLoader has no DistributedSampler: every rank sees the whole dataset")]
-        if train
-        else []
+    if not train:
+        return []
+    why = (
+        (launch_line(f), "the script runs as several processes"),
+        (train[0].lineno, f"`{short(train[0])}` is the training loader: no `sampler=` / `batch_sampler=`"),
+        (
+            None,
+            "no DistributedSampler, no sampler given `rank=`/`num_replicas=`, no `data[rank::world_size]` "
+            "slicing and no `.shard(...)` anywhere in the file",
+        ),
     )
+    return [
+        Hit(
+            train[0].lineno,
+            "the training DataLoader has no DistributedSampler: every rank sees the whole dataset",
+            why=why,
+        )
+    ]
 
 
-def check_missing_set_epoch(f: ScriptFacts) -> list[tuple[int, str]]:
+def check_missing_set_epoch(f: ScriptFacts) -> list[Hit]:
     """DistributedSampler shuffles with seed + epoch: without set_epoch every epoch repeats one order."""
     if not f.references("DistributedSampler"):
         return []
@@ -98,10 +151,21 @@ def check_missing_set_epoch(f: ScriptFacts) -> list[tuple[int, str]]:
                     ok = True
                     break
         if not ok:
-            hits.append(
+            sampler = next(iter(f.calls_named("DistributedSampler")), None)
+            why = (
+                *(((sampler.lineno, "a DistributedSampler shuffles with seed + epoch"),) if sampler else ()),
+                (loop.lineno, f"`for {unparse(loop.target)} in {short(loop.iter)}` iterates several epochs"),
                 (
+                    None,
+                    "no `set_epoch(...)` with the epoch is reached from the loop's body (calls into this file's "
+                    "functions and methods followed)",
+                ),
+            )
+            hits.append(
+                Hit(
                     loop.lineno,
                     "the DistributedSampler is iterated over several epochs without `sampler.set_epoch(epoch)` in the epoch loop: every epoch repeats the same order",
+                    why=why,
                 )
             )
     return hits
@@ -147,43 +211,66 @@ def _builds_examples(f: ScriptFacts, c: ast.Call) -> bool:
     return cls is not None and any("Dataset" in unparse(b) for b in cls.bases)
 
 
-def check_no_truncation(f: ScriptFacts) -> list[tuple[int, str]]:
+def _truncates(f: ScriptFacts, c: ast.Call) -> bool:
+    """`truncation=True`, a strategy (`truncation="only_first"`, `TruncationStrategy.LONGEST_FIRST`), the older
+    `truncation_strategy=` keyword, or a value the script decides (`truncation=args.truncate`)."""
+    for key in ("truncation", "truncation_strategy"):
+        value = kwarg(c, key)
+        if value is None or is_const(value, False, None, "do_not_truncate"):
+            continue
+        if isinstance(value, ast.Attribute) and value.attr.lower() == "do_not_truncate":
+            continue
+        return True
+    return False
+
+
+def check_no_truncation(f: ScriptFacts) -> list[Hit]:
     """Untruncated inputs overflow the model's max length (T5: 512) or the GPU's memory on one long text."""
     hits = []
     chunked = chunks_text(f)
+    enabled = f.calls_named("enable_truncation")  # a `tokenizers` tokenizer told to truncate every call
     for c in f.calls:
-        if not _is_tokenizer_call(c) or has_splat(c):
-            continue
-        trunc = kwarg(c, "truncation")
-        if trunc is not None and not is_const(trunc, False, None, "do_not_truncate"):
+        if not _is_tokenizer_call(c) or has_splat(c) or _truncates(f, c) or enabled or f.dead(c):
             continue
         padding = kwarg(c, "padding")
         padded = padding is not None and not is_const(padding, False, None, "do_not_pad")
         if padded or (_builds_examples(f, c) and not chunked):
-            hits.append(
+            why = (
+                (c.lineno, f"`{short(c)}`: no `truncation=` (nor a `truncation_strategy=`) in the call"),
                 (
                     c.lineno,
+                    "it pads to one length"
+                    if padded
+                    else "it builds training examples (a map function, a "
+                    "Dataset, or a function named for preprocessing), and the file does not cut the text into blocks",
+                ),
+            )
+            hits.append(
+                Hit(
+                    c.lineno,
                     "the tokenizer is called without `truncation=True`: long texts go past the model's max length",
+                    why=why,
                 )
             )
     return hits
 
 
-def check_unsafe_torch_load(f: ScriptFacts) -> list[tuple[int, str]]:
+def check_unsafe_torch_load(f: ScriptFacts) -> list[Hit]:
     """`torch.load` unpickles: a checkpoint from elsewhere can run arbitrary code."""
     return [
-        (
+        Hit(
             c.lineno,
             "`torch.load` without `weights_only=True` unpickles arbitrary objects (code execution on a hostile file)",
+            why=((c.lineno, f"`{short(c)}`: weights_only is " + (unparse(kwarg(c, "weights_only")) or "not given")),),
         )
         for c in f.calls
         if f.call_name(c) == "torch.load" and not is_const(kwarg(c, "weights_only"), True) and not has_splat(c)
     ]
 
 
-def check_checkpoint_all_ranks(f: ScriptFacts) -> list[tuple[int, str]]:
+def check_checkpoint_all_ranks(f: ScriptFacts) -> list[Hit]:
     """Every rank writing the same file at once corrupts it (and wastes N-1 writes)."""
-    if not (is_ddp(f) or f.references("Accelerator")):
+    if not multi_process(f):
         return []
     hits = []
     for c in f.calls:
@@ -193,11 +280,17 @@ def check_checkpoint_all_ranks(f: ScriptFacts) -> list[tuple[int, str]]:
             and c.func.attr == "save_pretrained"
             and not re.search(r"tokeni|config|processor|extractor", unparse(c.func.value), re.I)
         )
-        if not is_save or kwarg(c, "is_main_process") is not None or has_splat(c):
+        if not is_save or kwarg(c, "is_main_process") is not None or has_splat(c) or f.dead(c):
             continue
-        if not guarded(f, c):
+        ok, chain = guard_chain(f, c)
+        if not ok:
+            why = ((launch_line(f), "the script runs as several processes"), *chain)
             hits.append(
-                (c.lineno, "the checkpoint is saved on every rank (no rank-0 guard): they all write the same file")
+                Hit(
+                    c.lineno,
+                    "the checkpoint is saved on every rank (no rank-0 guard): they all write the same file",
+                    why=why,
+                )
             )
     return hits
 
@@ -255,6 +348,7 @@ CHECKS = {
     "legacy_launch": check_legacy_launch,
     "unused_local_rank_arg": check_unused_local_rank_arg,
     "model_not_on_device": check_model_not_on_device,
+    "model_not_wrapped": check_model_not_wrapped,
     "no_distributed_sampler": check_no_distributed_sampler,
     "missing_set_epoch": check_missing_set_epoch,
     "no_grad_clip": check_no_grad_clip,
@@ -274,9 +368,20 @@ def check_source(source: str, path: str = "<script>") -> list[Finding]:
     frame = framework(facts)
     out = []
     for code, check in CHECKS.items():
-        for line, message, *variant in check(facts):  # a check may name the situation its fix is for
+        rule = " ".join((check.__doc__ or "").strip().split("\n\n")[0].split())  # its docstring's first paragraph
+        for raw in check(facts):  # a check may name the situation its fix is for, and its evidence
+            hit = Hit(*raw)
+            why = (*hit.why, (None, f"the rule: {rule}")) if rule else hit.why
             out.append(
-                Finding(path, line, code, message, fix_for(code, variant[0] if variant else frame), severity(code))
+                Finding(
+                    path,
+                    hit.line,
+                    code,
+                    hit.message,
+                    fix_for(code, hit.variant or frame),
+                    "unknown" if hit.unknown else severity(code),
+                    why,
+                )
             )
     return sorted(out, key=lambda x: (x.line, x.code))
 
@@ -302,13 +407,13 @@ def _cmd_script(args) -> int:
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             print(f"labkit doctor script: cannot read {path}: {reason}", file=sys.stderr)
     if args.format == "json":
-        print(json.dumps([asdict(x) for x in findings], ensure_ascii=False, indent=2))
+        print(json.dumps([x.as_json(args.explain) for x in findings], ensure_ascii=False, indent=2))
     else:
         for x in findings:
-            print(x.as_text())
+            print(x.as_text(args.explain))
         if not findings and not failed:
             print(f"no findings in {len(args.paths)} file(s)")
-    warnings = [x for x in findings if x.severity != "note"]
+    warnings = [x for x in findings if x.severity == "warning"]
     return 2 if failed else (1 if warnings else 0)
 
 
@@ -321,7 +426,8 @@ def register(dsub) -> None:
         + ", ".join(CHECKS)
         + " ("
         + ", ".join(c for c in CHECKS if severity(c) == "note")
-        + " is a note: true, but it changes nothing at run time).",
+        + " is a note: true, but it changes nothing at run time; a finding marked `unknown` says the script hands "
+        "that concern to code this file does not define).",
     )
     p.add_argument(
         "paths",
@@ -336,7 +442,14 @@ def register(dsub) -> None:
         help="text (default): one `path:line: code: message — fix: ...` line per finding "
         "(`code: note: message` for a note); "
         "json: a list of {path, line, code, message, fix, severity} objects "
-        "(severity: warning or note). "
-        "Exit status: 0 nothing found or only notes, 1 warnings, 2 a file could not be read or parsed",
+        "(severity: warning, note or unknown). "
+        "Exit status: 0 nothing found or only notes and unknowns, 1 warnings, 2 a file could not be read or parsed",
+    )
+    p.add_argument(
+        "--explain",
+        action="store_true",
+        help="under each finding, its chain of evidence with line numbers (where the optimizer was made, the loop, "
+        "why a guard was or was not taken for a rank test...) and the rule it applies; in json, a `why` list of "
+        "{line, evidence}",
     )
     p.set_defaults(func=_cmd_script)

@@ -33,6 +33,11 @@ FIXES: dict[str, dict[str, str]] = {
         "torch": "call `torch.cuda.set_device(local_rank)` and `model.to(local_rank)` before "
         "`DistributedDataParallel(model, device_ids=[local_rank])`, in every branch that wraps the model",
     },
+    "model_not_wrapped": {
+        "torch": "wrap the model once it is on this rank's device and train through the wrapper: "
+        "`model = DistributedDataParallel(model, device_ids=[local_rank])` before building the optimizer (keep "
+        "`model.module` only to save it), then launch with `torchrun --nproc_per_node=N train.py`",
+    },
     "no_distributed_sampler": {
         "torch": "`sampler = DistributedSampler(dataset)` and `DataLoader(dataset, sampler=sampler, shuffle=False)`, "
         "then `sampler.set_epoch(epoch)` each epoch",
