@@ -10,8 +10,9 @@ the loop trains may be the one DistributedDataParallel wrapped, or its `.module`
 - the return values of the file's functions (`opt = build_optimizer(cfg)`),
 
 and keeps, for each name that holds it, the chain of lines that got it there (what `--explain` prints).
-On top of it: the optimizer and its steps (the hand-written loop), the model wrappers, a gradient
-all-reduce written by hand, and whether the script joins a process group.
+On top of it: the optimizer and its steps (the hand-written loop), the model the optimizers train, and
+which calls are the project's own code in another file.  Whether the model is wrapped is asked in
+labkit.doctor.wrap_checks.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from __future__ import annotations
 import ast
 import re
 import sys
-from dataclasses import dataclass
 
 from labkit.doctor.ast_facts import FuncDef, ScriptFacts, Why, kwarg, unparse
 
@@ -288,62 +288,7 @@ def loop_evidence(f: ScriptFacts, step: ast.Call) -> Why:
     return tuple(why)
 
 
-# ---- the model's wrapper, and gradients all-reduced by hand ------------------------------------
-# wrappers, and the parallelisms where a rank holds its own part of the model (pipeline stages, tensor-parallel
-# layers, DTensor shards): none of them leaves a whole model training alone on each rank
-WRAPPERS = (
-    "DistributedDataParallel",
-    "FullyShardedDataParallel",
-    "ShardedDataParallel",
-    "fully_shard",
-    "replicate",
-    "parallelize_module",
-    "distribute_tensor",
-    "distribute_module",
-    "PipelineStage",
-    "pipeline",
-    "ColumnParallelLinear",
-    "RowParallelLinear",
-    "boost",  # colossalai's booster.boost(model, optimizer)
-)
-CLASS_WRAPPERS = ("DistributedDataParallel", "FullyShardedDataParallel")  # return a new module: can be dropped
-WRAPPER_HELPER = re.compile(r"ddp|fsdp|wrap|parallel", re.I)  # a project's helper named for it wraps
-ALLREDUCE = ("all_reduce", "all_reduce_coalesced", "allreduce", "reduce_scatter", "reduce_scatter_tensor")
-GRAD_SYNC_HELPER = re.compile(
-    r"(all_?reduce|average|avg|sync|reduce)_?\w*grad|grad\w*_(all_?reduce|sync|average)", re.I
-)
-
-
-@dataclass
-class Wrap:
-    call: ast.Call
-    what: str  # how it wraps, in words
-    undone: ast.AST | None = None  # where the wrapper is dropped again (`model = model.module`, never used)
-    how_undone: str = ""
-
-
-def _wrap_kind(f: ScriptFacts, c: ast.Call) -> str | None:
-    name = f.call_name(c)
-    last = name.split(".")[-1]
-    if last in WRAPPERS:
-        return f"`{unparse(c.func)}(...)`"
-    if last == "prepare" and ("accelerate" in " ".join(f.aliases.values()) or "accelerator" in unparse(c.func).lower()):
-        return f"`{unparse(c.func)}(...)` (accelerate wraps what it prepares)"
-    if last in ("setup", "setup_module") and "fabric" in unparse(c.func).lower():
-        return f"`{unparse(c.func)}(...)` (Fabric wraps what it sets up)"
-    if name.endswith("deepspeed.initialize"):
-        return "`deepspeed.initialize(...)` (the engine all-reduces)"
-    if last in ("DistributedOptimizer", "register_comm_hook"):
-        return f"`{unparse(c.func)}(...)` (all-reduces the gradients)"
-    if last == "init_device_mesh":
-        return f"`{unparse(c.func)}(...)` (DTensor parallelism over a device mesh)"
-    if WRAPPER_HELPER.search(last) and project_helper(f, c):
-        model = model_of(f)
-        if any(unparse(a) in model for a in c.args) or (not model and c.args):
-            return f"`{unparse(c.func)}(...)`, a helper named for it (this file does not define it)"
-    return None
-
-
+# ---- the project's own code, and the model the optimizers train ------------------------------
 # libraries whose functions are known not to be a project's own helpers
 LIBRARIES = (
     "torch",
@@ -374,101 +319,6 @@ def project_helper(f: ScriptFacts, c: ast.Call) -> bool:
     if not (isinstance(base, ast.Name) and base.id in f.imported):
         return False
     return root not in LIBRARIES and root not in sys.stdlib_module_names
-
-
-def _holder(f: ScriptFacts, c: ast.Call) -> ast.AST | None:
-    parent = f.parents.get(c)
-    if (
-        isinstance(parent, ast.Assign)
-        and len(parent.targets) == 1
-        and isinstance(parent.targets[0], (ast.Name, ast.Attribute))
-    ):
-        return parent.targets[0]
-    return None
-
-
-def _used_as_wrapper(f: ScriptFacts, holder: str, after: ast.AST) -> bool:
-    """Is the wrapper in `holder` ever run (called, passed on, returned, aliased) rather than only looked into
-    (`.module`, `.parameters()`, `.state_dict()`)? In the wrapping function only after the wrap."""
-    for node in ast.walk(f.tree):
-        if (
-            not isinstance(node, (ast.Name, ast.Attribute))
-            or unparse(node) != holder
-            or not isinstance(node.ctx, ast.Load)
-        ):
-            continue
-        if f.same_function(node, after) and node.lineno <= after.lineno:
-            continue
-        parent = f.parents.get(node)
-        if isinstance(parent, ast.Attribute) and parent.attr != "forward" and parent.attr != "no_sync":
-            continue  # model.module, model.parameters(), model.state_dict(): the wrapper is not run
-        return True
-    return False
-
-
-def _undone(f: ScriptFacts, wrap: ast.Call, holder: ast.AST | None) -> tuple[ast.AST | None, str]:
-    if holder is None:
-        parent = f.parents.get(wrap)
-        if isinstance(parent, ast.Expr):
-            return wrap, "its result is thrown away"
-        return None, ""
-    text = unparse(holder)
-    func = f.enclosing_function(wrap)
-    for node in ast.walk(func or f.tree):
-        if not (
-            isinstance(node, ast.Assign) and node.lineno > wrap.lineno and any(unparse(t) == text for t in node.targets)
-        ):
-            continue
-        value = node.value.body if isinstance(node.value, ast.IfExp) else node.value
-        if isinstance(value, ast.Attribute) and value.attr == "module" and unparse(value.value) == text:
-            return node, f"`{unparse(node)}` takes the bare model back out"
-    if not _used_as_wrapper(f, text, wrap):
-        return wrap, f"`{text}` is never run: the loop trains the bare model"
-    return None, ""
-
-
-def wraps(f: ScriptFacts) -> list[Wrap]:
-    """Every call that wraps the model (or syncs its gradients for it), with where it is undone if it is."""
-    out = []
-    for c in f.calls:
-        what = _wrap_kind(f, c)
-        if what is None or f.dead(c):
-            continue
-        w = Wrap(c, what)
-        if f.call_name(c).split(".")[-1] in CLASS_WRAPPERS:
-            w.undone, w.how_undone = _undone(f, c, _holder(f, c))
-        out.append(w)
-    return out
-
-
-def grad_allreduces(f: ScriptFacts) -> list[ast.Call]:
-    """Gradients all-reduced by hand: `dist.all_reduce(p.grad)` (or in a loop over the parameters), or a helper
-    named for it (`average_gradients(model)`, `apply_gradient_allreduce(model)`). A loss averaged for the log is not."""
-    out = []
-    for c in f.calls:
-        last = f.call_name(c).split(".")[-1]
-        if f.dead(c):
-            continue
-        if GRAD_SYNC_HELPER.search(last):
-            out.append(c)
-        elif last in ALLREDUCE:
-            context = [unparse(a) for a in c.args] + [
-                unparse(a.iter) for a in f.ancestors(c) if isinstance(a, (ast.For, ast.comprehension))
-            ]
-            func = f.enclosing_function(c)
-            if any(re.search(r"grad|param|bucket", t, re.I) for t in context) or (
-                func is not None and re.search(r"grad", func.name, re.I)
-            ):
-                out.append(c)
-    return out
-
-
-JOIN = ("init_process_group", "init_distributed")  # (a device mesh is DTensor parallelism: see WRAPPERS)
-
-
-def joins_group(f: ScriptFacts) -> ast.Call | None:
-    """The call that joins the process group (`dist.init_process_group`, `init_device_mesh`), if any runs."""
-    return next((c for c in f.calls_named(*JOIN) if not f.dead(c)), None)
 
 
 def model_of(f: ScriptFacts) -> set[str]:
