@@ -67,6 +67,9 @@ EXPECTED: dict[str, set[str]] = {
     "unsynced_seed_split.py": {"unsynced_seed"},
     "per_rank_random_draws.py": set(),
     "cuda_without_device.py": {"model_not_on_device"},
+    # the single-GPU tutorial's `torch.device("cuda" if ... else "cpu")` kept under torchrun, DDP without device_ids
+    "device_if_available_ddp.py": {"model_not_on_device"},
+    "device_per_rank_ddp.py": set(),
     "rank_strided_shards.py": set(),
     "gloo_cpu_spawn.py": set(),
     "batch_generate_untruncated.py": {"no_truncation", "unsafe_torch_load"},
@@ -435,6 +438,47 @@ else:
     assert found[0].line == 11 and "only in the other branch" in found[0].message
     # a set_device every path runs through does place it
     assert _codes(src.format(set_device_here="torch.cuda.set_device(int(os.environ['LOCAL_RANK']))\n")) == []
+
+
+@pytest.mark.parametrize(
+    "device,wrap,card",
+    [
+        ('torch.device("cuda" if torch.cuda.is_available() else "cpu")', "DDP(model)", "cuda:0"),
+        ('"cuda" if torch.cuda.is_available() else "cpu"', "DDP(model)", "cuda:0"),
+        ('torch.device("cuda")', "DDP(model)", "cuda:0"),
+        ('"cuda:1"', "DDP(model)", "cuda:1"),
+        # a per-rank index, a set_device every path runs through, or device_ids: each places the rank
+        ('torch.device("cuda", local_rank) if torch.cuda.is_available() else torch.device("cpu")', "DDP(model)", None),
+        ('f"cuda:{local_rank}"', "DDP(model)", None),
+        ('torch.device("cuda" if torch.cuda.is_available() else "cpu")', "DDP(model, device_ids=[local_rank])", None),
+        ('torch.cuda.set_device(local_rank) or torch.device("cuda")', "DDP(model)", None),
+    ],
+)
+def test_a_device_variable_without_a_per_rank_index_piles_every_rank_onto_one_card(device, wrap, card):
+    """Notebook 04's pile-up in the single-GPU tutorial's idiom: `device = torch.device("cuda" if ... else "cpu")`,
+    `model.to(device)`, `DDP(model)` -- not only a bare `.cuda()`. The finding names the device and the card."""
+    src = f"""import os, torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+local_rank = int(os.environ["LOCAL_RANK"])
+device = {device}
+model = build_model().to(device)
+model = {wrap}
+"""
+    found = [f for f in check_source(src) if f.code == "model_not_on_device"]
+    if card is None:
+        assert found == [], found[0].message
+        return
+    assert len(found) == 1 and found[0].line == 7, found
+    msg = found[0].message
+    assert "`.to(device)` with `device = " in msg and "(line 5)" in msg and f"every rank lands on {card}" in msg
+    assert "set_device(local_rank)" in found[0].fix and "device_ids=[local_rank]" in found[0].fix
+
+
+def test_doctor_script_exits_1_on_the_pile_up(capsys):
+    rc = main(["doctor", "script", str(FIXTURES / "device_if_available_ddp.py")])
+    out = capsys.readouterr().out
+    assert rc == 1 and "model_not_on_device" in out and "cuda:0" in out
 
 
 def test_an_unseeded_random_split_differs_across_ranks_but_not_in_one_process():

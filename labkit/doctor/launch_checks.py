@@ -251,19 +251,54 @@ def _is_move(f: ScriptFacts, call: ast.Call) -> bool:
     return isinstance(call.func, ast.Attribute) and call.func.attr in ("to", "cuda")
 
 
-def _bare_cuda(call: ast.Call) -> bool:
-    """`.cuda()` / `.to("cuda")`: card 0 for every rank unless a per-rank device was set."""
+CUDA_FIXED = re.compile(r"^cuda(:\d+)?$")  # "cuda", "cuda:0": the same card whatever the rank
+
+
+def _fixed_cuda(f: ScriptFacts, node: ast.AST | None, seen: int = 0) -> str | None:
+    """The device expression `node` stands for, as written, when it names one CUDA card for every rank: `"cuda"`,
+    `torch.device("cuda")`, `torch.device("cuda" if torch.cuda.is_available() else "cpu")`, or a variable every
+    assignment of which is one of these. None when it carries a per-rank index (or cannot be told)."""
+    if node is None or seen > 4:
+        return None
+    if isinstance(node, ast.Constant):
+        return repr(node.value) if isinstance(node.value, str) and CUDA_FIXED.match(node.value) else None
+    if isinstance(node, ast.IfExp):  # "cuda" if available else "cpu": on a GPU node the "cuda" side runs
+        sides = [_fixed_cuda(f, b, seen + 1) for b in (node.body, node.orelse)]
+        others = [b for b, side in zip((node.body, node.orelse), sides) if side is None]
+        if any(sides) and all(_host_device(o) for o in others):
+            return unparse(node)
+        return None
+    if isinstance(node, ast.Call) and f.call_name(node).split(".")[-1] == "device":
+        if len(node.args) == 1 and not node.keywords and _fixed_cuda(f, node.args[0], seen + 1):
+            return unparse(node)
+        return None
+    if isinstance(node, (ast.Name, ast.Attribute)):
+        key = unparse(node)
+        assigns = [
+            a for a in ast.walk(f.tree) if isinstance(a, ast.Assign) and any(unparse(t) == key for t in a.targets)
+        ]
+        if assigns and all(_fixed_cuda(f, a.value, seen + 1) for a in assigns):
+            return f"{key} = {unparse(assigns[0].value)}` (line {assigns[0].lineno})"
+    return None
+
+
+def _host_device(node: ast.AST) -> bool:
+    """A host device, `"cpu"` / `"mps"` / `torch.device("cpu")`: not a CUDA card (the other side of `"cuda" if ... else "cpu"`)."""
+    if isinstance(node, ast.Call) and len(node.args) == 1:
+        node = node.args[0]
+    return is_const(node, "cpu", "mps")
+
+
+def _bare_cuda(f: ScriptFacts, call: ast.Call) -> str | None:
+    """`.cuda()` / `.to("cuda")` / `.to(device)` with `device = torch.device("cuda" if ... else "cpu")`: card 0 for
+    every rank unless a per-rank device was set. Returns how the script names that device (None: a per-rank one)."""
     if call.func.attr == "cuda":
-        return not call.args and kwarg(call, "device") is None
+        return "`.cuda()`" if not call.args and kwarg(call, "device") is None else None
     arg = call.args[0] if call.args else kwarg(call, "device")
-    if is_const(arg, "cuda"):
-        return True
-    return (
-        isinstance(arg, ast.Call)
-        and unparse(arg.func).endswith("device")
-        and len(arg.args) == 1
-        and is_const(arg.args[0], "cuda")
-    )
+    fixed = _fixed_cuda(f, arg)
+    if not fixed:
+        return None
+    return f"`.to({unparse(arg)})`" + (f" with `{fixed}" if isinstance(arg, (ast.Name, ast.Attribute)) else "")
 
 
 def _model_moves(f: ScriptFacts, ddp: ast.Call) -> list[ast.Call] | None:
@@ -338,12 +373,22 @@ def _device_set(f: ScriptFacts, ddp: ast.Call) -> tuple[bool, bool]:
     return bool(applies), bool(sets) and not applies
 
 
+def _pile_up(move: str, ddp: ast.Call | None, elsewhere: bool = False) -> str:
+    """The finding's message: how the script names the device, and the card every rank ends up on."""
+    card = re.search(r"cuda:\d+", move)
+    wrap = f"`{unparse(ddp.func)}(...)`" if ddp is not None else "DistributedDataParallel"
+    setter = "`torch.cuda.set_device` runs only in the other branch" if elsewhere else "no `torch.cuda.set_device`"
+    return (
+        f"{move} names no per-rank device ({setter}) and {wrap} has no `device_ids`: on a GPU node every rank "
+        f"lands on {card.group(0) if card else 'cuda:0'}"
+    )
+
+
 def check_model_not_on_device(f: ScriptFacts) -> list[tuple[int, str]]:
     """DDP wraps the module where it is: an unmoved model trains on CPU (or fails), and
     `.cuda()` without a per-rank device piles every rank onto cuda:0."""
     if not re.search(r"nccl|cuda", f.source, re.I):
         return []
-    bare_msg = "`.cuda()` with no per-rank device and no `device_ids`: every rank lands on cuda:0"
     hits = []
     ddps = f.calls_named("DistributedDataParallel")
     for ddp in ddps:
@@ -352,6 +397,7 @@ def check_model_not_on_device(f: ScriptFacts) -> list[tuple[int, str]]:
             continue
         has_ids = kwarg(ddp, "device_ids") is not None or len(ddp.args) > 1
         device_set, elsewhere = _device_set(f, ddp)
+        bare = [b for m in moves if isinstance(m.func, ast.Attribute) for b in [_bare_cuda(f, m)] if b]
         if not moves:
             hits.append(
                 (
@@ -359,11 +405,11 @@ def check_model_not_on_device(f: ScriptFacts) -> list[tuple[int, str]]:
                     "the model is wrapped in DistributedDataParallel without first being moved to this rank's GPU",
                 )
             )
-        elif not device_set and not has_ids and any(_bare_cuda(m) for m in moves):
+        elif not device_set and not has_ids and bare:
             hits.append(
                 (
                     ddp.lineno,
-                    bare_msg + (" (`torch.cuda.set_device` runs only in the other branch)" if elsewhere else ""),
+                    _pile_up(bare[0], ddp, elsewhere),
                 )
             )
     if (
@@ -371,7 +417,7 @@ def check_model_not_on_device(f: ScriptFacts) -> list[tuple[int, str]]:
         and ddps
         and all(kwarg(d, "device_ids") is None and len(d.args) < 2 and not _device_set(f, d)[0] for d in ddps)
     ):
-        bare = [c for c in f.calls if isinstance(c.func, ast.Attribute) and c.func.attr == "cuda" and _bare_cuda(c)]
+        bare = [c for c in f.calls if isinstance(c.func, ast.Attribute) and c.func.attr == "cuda" and _bare_cuda(f, c)]
         if bare:
-            hits.append((bare[0].lineno, bare_msg))
+            hits.append((bare[0].lineno, _pile_up("`.cuda()`", None)))
     return hits
