@@ -53,13 +53,14 @@ EXPECTED: dict[str, set[str]] = {
         "no_warmup",
     },
     "story_fixed.py": set(),
-    # the find-and-fix exercises (labkit.exercises.transfer): the doctor sees 06's pitfall and 04's leftover argument;
-    # 02's data, 04's missing process group, 05's per-rank seed and 07's unsynced gradients only show when they run
+    # the find-and-fix exercises (labkit.exercises.transfer): the doctor sees 06's pitfall, 04's leftover argument and
+    # 07's unsynced gradients (a process group, a loop, the loss all-reduced but no wrapper and no gradient
+    # all-reduce); 02's data, 04's missing process group and 05's per-rank seed only show when they run
     "exercise02_crawl_to_pairs.py": set(),
     "exercise04_train_argparse.py": {"unused_local_rank_arg"},
     "exercise05_sharded_trainer.py": set(),
     "exercise06_title_loop.py": {"no_grad_clip", "no_warmup"},
-    "exercise07_multitask_loop.py": set(),
+    "exercise07_multitask_loop.py": {"model_not_wrapped"},
     "set_epoch_missing.py": {"missing_set_epoch"},
     "fsdp_rank0_save_broken.py": {"fsdp_local_state_dict"},
     "fsdp_dcp_save.py": set(),
@@ -98,6 +99,15 @@ EXPECTED: dict[str, set[str]] = {
     "fabric_train_broken.py": {"no_grad_clip", "no_seed", "no_warmup"},
     "accelerate_nlp_example.py": set(),
     "accelerate_nlp_example_broken.py": {"no_grad_clip", "no_warmup"},
+    # issue 29: facts from data flow, not names -- each a case the doctor misread when it judged by names
+    "ddp_textbook_clip.py": set(),  # clipping the wrapped model's parameters, or the optimizer's param groups
+    "save_guard_through_variable.py": set(),  # `should_save = ... and is_master(args)`; `if args.should_save:`
+    "optimizer_other_name.py": {"no_grad_clip", "no_seed", "no_warmup"},  # `adam = torch.optim.Adam(...)`
+    "truncation_strategy.py": set(),  # truncation="only_first", truncation_strategy="only_first"
+    "rank_aware_batch_sampler.py": set(),  # DistributedBucketSampler(num_replicas=..., rank=...)
+    "rank_offset_seed_synced_shuffle.py": set(),  # seed 42 + rank, the shuffle re-seeded alike on every rank
+    "never_wrapped.py": {"model_not_wrapped"},
+    "wrap_then_unwrap.py": {"model_not_wrapped"},
 }
 
 
@@ -491,3 +501,231 @@ dist.init_process_group("nccl")
     assert _codes(src.format(seed="torch.manual_seed(0)\n", generator="")) == []
     assert _codes(src.format(seed="", generator=", generator=torch.Generator().manual_seed(0)")) == []
     assert _codes(src.format(seed="", generator="").replace('dist.init_process_group("nccl")\n', "")) == []
+
+
+# ---- issue 29: facts from data flow, not names; model_not_wrapped; --explain --------------------------------
+DDP_LOOP = """import os, torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, DistributedSampler
+local_rank = int(os.environ["LOCAL_RANK"])
+torch.cuda.set_device(local_rank)
+dist.init_process_group("nccl")
+torch.manual_seed(0)
+sampler = DistributedSampler(ds)
+loader = DataLoader(ds, batch_size=8, sampler=sampler)
+model = Net().to(local_rank)
+{wrap}
+sgd = torch.optim.SGD(model.parameters(), lr=0.1)
+for epoch in range(3):
+    sampler.set_epoch(epoch)
+    for x, y in loader:
+        loss = {forward}(x).sub(y).pow(2).mean()
+        sgd.zero_grad()
+        loss.backward()
+        {sync}
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        sgd.step()
+"""
+
+
+@pytest.mark.parametrize(
+    "wrap, forward, sync, expected",
+    [
+        ("model = DDP(model, device_ids=[local_rank])", "model", "pass", []),
+        # nanoGPT: the bare model kept aside for saving, training goes through the wrapper
+        ("model = DDP(model, device_ids=[local_rank])\nraw_model = model.module", "model", "pass", []),
+        ("", "model", "pass", ["model_not_wrapped"]),
+        # wrapped, then trained around the wrapper: never run, so nothing is all-reduced
+        ("ddp_model = DDP(model, device_ids=[local_rank])", "model", "pass", ["model_not_wrapped"]),
+        ("ddp_model = DDP(model, device_ids=[local_rank])", "ddp_model", "pass", []),
+        ("model = DDP(model, device_ids=[local_rank])\nmodel = model.module", "model", "pass", ["model_not_wrapped"]),
+        # gradients all-reduced by hand, or a helper named for it: one model
+        ("", "model", "for p in model.parameters():\n            dist.all_reduce(p.grad)", []),
+        ("from utils import average_gradients", "model", "average_gradients(model)", []),
+        # a loss all-reduced for the log syncs nothing backward sees
+        ("", "model", "dist.all_reduce(loss)", ["model_not_wrapped"]),
+    ],
+)
+def test_model_not_wrapped_follows_the_wrapper_to_the_loop(wrap, forward, sync, expected):
+    assert _codes(DDP_LOOP.format(wrap=wrap, forward=forward, sync=sync)) == expected
+
+
+def test_a_model_handed_to_the_projects_own_helper_is_unknown_not_claimed(capsys, tmp_path):
+    src = DDP_LOOP.format(
+        wrap="from my_dist import setup_model\nmodel = setup_model(model, args)", forward="model", sync="pass"
+    )
+    [finding] = check_source(src)
+    assert finding.code == "model_not_wrapped" and finding.severity == "unknown"
+    assert "`setup_model`, which this file does not define" in finding.message
+    script = tmp_path / "train.py"
+    script.write_text(src, encoding="utf-8")
+    assert main(["doctor", "script", str(script)]) == 0  # an unknown fails no CI gate
+    assert ": model_not_wrapped: unknown: " in capsys.readouterr().out
+
+
+def test_model_not_wrapped_fix_shows_the_ddp_line_and_torchrun():
+    fix = _finding("never_wrapped.py", "model_not_wrapped").fix
+    assert "DistributedDataParallel(model, device_ids=[local_rank])" in fix and "torchrun --nproc_per_node=N" in fix
+    unwrapped = _finding("wrap_then_unwrap.py", "model_not_wrapped")
+    assert unwrapped.line == 23 and "model = model.module" in unwrapped.message
+
+
+SAVE = """import os, torch, torch.distributed as dist
+dist.init_process_group("nccl")
+def is_master(args):
+    return args.rank == 0
+def configure(args):
+    args.rank = int(os.environ["RANK"])
+    {decide}
+    args.should_save = should_save
+    return args
+args = configure(parser.parse_args())
+if args.should_save:
+    torch.save(model.state_dict(), "m.pt")
+"""
+
+
+def test_a_guard_is_followed_through_variables_attributes_and_the_files_functions():
+    assert _codes(SAVE.format(decide="should_save = args.save_steps > 0 and is_master(args)")) == []
+    assert _codes(SAVE.format(decide="should_save = args.local_rank in (-1, 0)")) == []
+    broken = SAVE.format(decide="should_save = args.save_steps > 0")
+    [finding] = check_source(broken)
+    assert finding.code == "checkpoint_all_ranks"
+    assert any("`args.should_save` is not a rank test" in what for _, what in finding.why)
+
+
+def test_an_unguarded_save_in_a_function_nothing_calls_is_dead_code():
+    src = SAVE.format(decide="should_save = is_master(args)") + (
+        "@torch.no_grad()\ndef validate():\n    torch.save(model.state_dict(), 'best.pt')\n"
+    )
+    assert _codes(src) == []
+    assert _codes(src + "validate()\n") == ["checkpoint_all_ranks"]
+
+
+OPT = """import torch
+torch.manual_seed(0)
+{make}
+for x, y in loader:
+    loss = model(x).sub(y).pow(2).mean()
+    loss.backward()
+    {step}
+"""
+
+
+@pytest.mark.parametrize(
+    "make, step",
+    [
+        ("adam = torch.optim.Adam(model.parameters(), lr=1e-3)", "adam.step()"),
+        ("from torch import optim\nsolver = optim.SGD(model.parameters(), lr=0.1)", "solver.step()"),
+        (
+            "class Loop:\n    def __init__(self, m, o):\n        self.m, self.o = m, o\n"
+            "    def once(self):\n        self.o.step()\n"
+            "loop = Loop(model, torch.optim.SGD(model.parameters(), lr=0.1))",
+            "loop.once()",
+        ),
+        ("def build():\n    return torch.optim.SGD(model.parameters(), lr=0.1)\nupdater = build()", "updater.step()"),
+    ],
+)
+def test_the_optimizer_is_whatever_an_optimizer_constructor_returned(make, step):
+    assert "no_grad_clip" in _codes(OPT.format(make=make, step=step))
+
+
+def test_a_deepspeed_engine_clips_and_warms_up_from_its_config_unknown_here():
+    src = OPT.format(
+        make="import deepspeed\nengine, optimizer, _, _ = deepspeed.initialize(model=model, config='ds.json')",
+        step="engine.step()",
+    ).replace("loss.backward()", "engine.backward(loss)")
+    found = {f.code: f.severity for f in check_source(src)}
+    assert found == {"no_grad_clip": "unknown"}
+    assert _codes(src.replace("torch.manual_seed(0)\n", "")) == ["no_grad_clip", "no_seed"]
+
+
+def test_a_seed_inside_the_loop_or_after_it_does_not_seed_the_run():
+    src = OPT.format(make="optimizer = torch.optim.SGD(model.parameters(), lr=0.1)", step="optimizer.step()")
+    in_loop = src.replace("torch.manual_seed(0)\n", "").replace(
+        "    loss = ", "    torch.manual_seed(step)\n    loss = "
+    )
+    after = src.replace("torch.manual_seed(0)\n", "") + "torch.manual_seed(0)\nsample(model)\n"
+    for variant in (in_loop, after):
+        [finding] = [f for f in check_source(variant) if f.code == "no_seed"]
+        assert "before training" in finding.message
+    assert "no_seed" not in _codes(src)
+
+
+@pytest.mark.parametrize(
+    "call, flagged",
+    [
+        ('tokenizer(q, c, truncation="only_first", max_length=384, padding="max_length")', False),
+        ('tokenizer(q, c, truncation=TruncationStrategy.LONGEST_FIRST, padding="max_length")', False),
+        ('tokenizer.encode_plus(q, c, truncation_strategy="only_second", padding="max_length")', False),
+        ('tokenizer(q, c, truncation=False, padding="max_length")', True),
+        ('tokenizer(q, c, truncation=TruncationStrategy.DO_NOT_TRUNCATE, padding="max_length")', True),
+        ('tokenizer.encode_plus(q, c, truncation_strategy="do_not_truncate", padding="max_length")', True),
+    ],
+)
+def test_truncation_strategies_truncate(call, flagged):
+    assert (_codes(f"from transformers import AutoTokenizer\nenc = {call}\n") == ["no_truncation"]) is flagged
+
+
+def test_a_rank_aware_sampler_shards_whatever_its_name():
+    src = """import torch.distributed as dist
+from torch.utils.data import DataLoader
+dist.init_process_group("nccl")
+rank, world = dist.get_rank(), dist.get_world_size()
+train_loader = DataLoader(train_set, batch_sampler={sampler})
+"""
+    assert _codes(src.format(sampler="BucketSampler(train_set, 8, num_replicas=world, rank=rank)")) == []
+    assert _codes(src.format(sampler="BucketSampler(train_set, 8, rank, world)")) == []
+    assert _codes(src.format(sampler="None").replace(", batch_sampler=None", "")) == ["no_distributed_sampler"]
+
+
+SEEDED = """import torch, torch.distributed as dist
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+torch.manual_seed(42 + rank)
+for epoch in range(3):
+    {reseed}order = torch.randperm(1000)
+"""
+
+
+def test_a_shuffle_reseeded_alike_on_every_rank_is_synchronised():
+    assert _codes(SEEDED.format(reseed="torch.manual_seed(42 + epoch); ")) == []
+    assert _codes(SEEDED.format(reseed="torch.manual_seed(42 + epoch + rank); ")) == ["unsynced_seed"]
+    assert _codes(SEEDED.format(reseed="")) == ["unsynced_seed"]
+
+
+def test_an_unseeded_datasets_shuffle_before_the_trainer_seeds_differs_per_rank():
+    """alpaca-lora's shape: torchrun is visible only through WORLD_SIZE; `.shuffle()` runs before the Trainer
+    (which seeds) exists, so every rank shards a different order; the unguarded save_pretrained runs on all."""
+    src = """import os, transformers
+world_size = int(os.environ.get("WORLD_SIZE", 1))
+train_data = data["train"].shuffle({seed}).map(tokenize)
+trainer = transformers.Trainer(model=model, train_dataset=train_data, args=transformers.TrainingArguments("out"))
+trainer.train()
+model.save_pretrained("out")
+"""
+    assert _codes(src.format(seed="")) == ["checkpoint_all_ranks", "unsynced_seed"]
+    assert _codes(src.format(seed="seed=42")) == ["checkpoint_all_ranks"]
+
+
+def test_explain_prints_the_chain_of_evidence_with_line_numbers(capsys):
+    assert main(["doctor", "script", "--explain", str(FIXTURES / "optimizer_other_name.py")]) == 1
+    out = capsys.readouterr().out
+    assert "    line 6: `torch.optim.Adam(...)` makes an optimizer, held by `adam`" in out
+    assert "    line 12: `loss.backward()`: the backward pass" in out
+    assert "    line 13: `adam.step()` steps the optimizer, in the loop at line 10" in out
+    assert "    file: the rule: One bad batch can blow the weights up" in out
+    assert main(["doctor", "script", str(FIXTURES / "optimizer_other_name.py")]) == 1
+    assert "held by" not in capsys.readouterr().out  # evidence only when asked for
+    assert main(["doctor", "script", "--format", "json", "--explain", str(FIXTURES / "wrap_then_unwrap.py")]) == 1
+    [item] = json.loads(capsys.readouterr().out)
+    assert {"line": 23, "evidence": "`model = model.module` takes the bare model back out"} in item["why"]
+
+
+def test_the_readmes_explain_example_is_the_real_output(tmp_path, capsys, monkeypatch):
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    shown = readme.split("$ labkit doctor script --explain train.py\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "train.py").write_text((FIXTURES / "never_wrapped.py").read_text(encoding="utf-8"), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    main(["doctor", "script", "--explain", "train.py"])
+    assert capsys.readouterr().out == shown
