@@ -106,6 +106,7 @@ EXPECTED: dict[str, set[str]] = {
     "truncation_strategy.py": set(),  # truncation="only_first", truncation_strategy="only_first"
     "rank_aware_batch_sampler.py": set(),  # DistributedBucketSampler(num_replicas=..., rank=...)
     "rank_offset_seed_synced_shuffle.py": set(),  # seed 42 + rank, the shuffle re-seeded alike on every rank
+    "required_local_rank.py": {"legacy_launch"},  # `--local_rank` required: it cannot start under torchrun
     "never_wrapped.py": {"model_not_wrapped"},
     "wrap_then_unwrap.py": {"model_not_wrapped"},
 }
@@ -376,6 +377,15 @@ dist.init_process_group("nccl")
 )
 def test_legacy_launch_only_where_the_argument_reaches_the_device(body, expected):
     assert _codes(LOCAL_RANK_BASE + body) == [expected]
+
+
+def test_a_required_local_rank_argument_is_legacy_launch_whatever_its_value_does():
+    finding = _finding("required_local_rank.py", "legacy_launch")
+    assert "`required=True`" in finding.message and "argparse exits" in finding.message
+    assert "drop `required=True`" in finding.fix and "torchrun --nproc_per_node=N" in finding.fix
+    used = LOCAL_RANK_BASE.replace("default=0", "required=True") + "torch.cuda.set_device(args.local_rank)\n"
+    assert _codes(used) == ["legacy_launch"]
+    assert "`required=True`" in check_source(used)[0].message  # not "every rank would keep the default"
 
 
 def test_a_local_rank_argument_defaulting_to_the_environment_is_fine():

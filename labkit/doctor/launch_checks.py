@@ -15,7 +15,7 @@ import ast
 import re
 from dataclasses import dataclass
 
-from labkit.doctor.ast_facts import ScriptFacts, is_const, is_simple_value, kwarg, strings, unparse
+from labkit.doctor.ast_facts import Hit, ScriptFacts, is_const, is_simple_value, kwarg, short, strings, unparse
 
 LOCAL_RANK_FLAGS = ("--local_rank", "--local-rank")
 ENV_LOCAL_RANK = ("LOCAL_RANK", "SLURM_LOCALID", "MPI_LOCALRANKID", "OMPI_COMM_WORLD_LOCAL_RANK")
@@ -43,6 +43,7 @@ class LocalRankArg:
     use: ast.AST | None = None  # where the command-line value reaches a device or the process group
     overwrite: ast.Assign | None = None  # `args.local_rank = <something else>`
     from_env: bool = False  # ...and that something is LOCAL_RANK from the environment
+    required: bool = False  # `required=True`: the script cannot start unless the deprecated launcher passes it
 
 
 def _declared(f: ScriptFacts) -> tuple[ast.Call, str, str] | None:
@@ -166,6 +167,7 @@ def _follow_local_rank_arg(f: ScriptFacts) -> LocalRankArg | None:
     call, flag, dest = found
     default = kwarg(call, "default")
     arg = LocalRankArg(call, flag, unparse(default) if default is not None else "None")
+    arg.required = is_const(kwarg(call, "required"), True)
     if default is not None and any(s in ENV_LOCAL_RANK for s in strings(default)):
         arg.from_env = True  # default=int(os.environ["LOCAL_RANK"]): right under torchrun too
         return arg
@@ -192,17 +194,34 @@ def _reads_env_local_rank(f: ScriptFacts) -> bool:
 
 
 def check_legacy_launch(f: ScriptFacts) -> list[tuple]:
-    """The deprecated launcher's contract: a `--local_rank` value that decides the device, an import of
-    `torch.distributed.launch`, or a launch line documented with it."""
+    """The deprecated launcher's contract: a `--local_rank` value that decides the device or that the script
+    cannot start without (`required=True`), an import of `torch.distributed.launch`, or a launch line documented
+    with it."""
     hits = []
     arg = local_rank_arg(f)
+    if arg is not None and arg.required:  # whatever becomes of the value, torchrun's launch stops at parse_args
+        declared = (arg.call.lineno, f"`{short(arg.call)}`: `required=True`")
+        return [
+            Hit(
+                arg.call.lineno,
+                f"`{arg.flag}` is declared `required=True`: torchrun passes no `{arg.flag}`, so argparse exits "
+                "before training starts; the script runs only under the deprecated `python -m "
+                "torch.distributed.launch`",
+                "required",
+                (declared, (None, f"torchrun sets LOCAL_RANK in the environment and passes no `{arg.flag}` argument")),
+            )
+        ]
     if arg is not None and arg.use is not None:
         hits.append(
-            (
+            Hit(
                 arg.call.lineno,
                 f"the local rank comes from the `{arg.flag}` command-line argument (line {arg.use.lineno} "
                 f"puts it into the device or process group): torchrun passes no `{arg.flag}`, so every rank "
                 f"would keep the default {arg.default}",
+                why=(
+                    (arg.call.lineno, f"`{short(arg.call)}` declares it, default {arg.default}"),
+                    (arg.use.lineno, f"`{short(arg.use)}` uses the command-line value"),
+                ),
             )
         )
     for node in ast.walk(f.tree):
@@ -222,7 +241,7 @@ def check_legacy_launch(f: ScriptFacts) -> list[tuple]:
             hits.append((line, "launches or documents `python -m torch.distributed.launch`"))
     hits = sorted(hits[:1])
     if hits and (arg is None or arg.use is None) and _reads_env_local_rank(f):
-        return [(*hits[0], "reads_env")]  # the fix is only the launch command: LOCAL_RANK is already read
+        return [Hit(*hits[0])._replace(variant="reads_env")]  # the fix is only the launch command: LOCAL_RANK is read
     return hits
 
 
@@ -230,7 +249,7 @@ def check_unused_local_rank_arg(f: ScriptFacts) -> list[tuple[int, str]]:
     """A `--local_rank` argument that decides nothing: kept so the deprecated launcher's `--local_rank=N`
     parses. Harmless today, misleading to the next reader (a note, not a warning)."""
     arg = local_rank_arg(f)
-    if arg is None or arg.use is not None or (arg.overwrite is None and arg.from_env):
+    if arg is None or arg.use is not None or arg.required or (arg.overwrite is None and arg.from_env):
         return []
     if arg.overwrite is not None:
         source = "LOCAL_RANK from the environment" if arg.from_env else f"`{unparse(arg.overwrite.value)}`"

@@ -24,6 +24,8 @@ FIXES: dict[str, dict[str, str]] = {
         "TrainingArguments reads LOCAL_RANK from the environment itself",
         "reads_env": "launch with `torchrun --nproc_per_node=N train.py` instead of `python -m torch.distributed.launch` "
         "(torchrun sets LOCAL_RANK, which this script already reads)",
+        "required": "drop `required=True` (or the `--local_rank` argument itself), read "
+        '`local_rank = int(os.environ["LOCAL_RANK"])`, and launch with `torchrun --nproc_per_node=N train.py`',
     },
     "unused_local_rank_arg": {
         "torch": "delete the `--local_rank` argument once nobody launches with `python -m torch.distributed.launch` "
