@@ -62,5 +62,6 @@ def test_trainer_records_spike_from_a_corrupted_batch():
     m.lm_head.register_forward_hook(hook)
     tr = Trainer(m, examples(), collator(), TrainConfig(steps=16, batch_size=8, lr=1e-3, spike_factor=5.0))
     h = tr.fit()
-    assert h.spikes and h.spikes[0]["step"] == 13
-    assert h.verdict["first_spike"]["step"] == 13 and len(h.spikes[0]["ids"]) == 8
+    # the 14th forward is optimizer step 14, the number History and TensorBoard give it
+    assert h.spikes and h.spikes[0]["step"] == 14 and h.steps[13] == 14
+    assert h.verdict["first_spike"]["step"] == 14 and len(h.spikes[0]["ids"]) == 8

@@ -133,7 +133,8 @@ def _poison(model, at_call: int):
 def test_nonfinite_raise_names_first_module():
     m = small_model(V())
     _poison(m, 2)
-    with pytest.raises(NonFiniteError, match=r"step 1 .*decoder\.block\.0\.layer\.1\.EncDecAttention\.v"):
+    # the 2nd forward is optimizer step 2 (History and TensorBoard's number)
+    with pytest.raises(NonFiniteError, match=r"step 2 .*decoder\.block\.0\.layer\.1\.EncDecAttention\.v"):
         _trainer(m, steps=3).fit()
 
 
@@ -141,7 +142,7 @@ def test_nonfinite_skip_step_counts_and_keeps_weights_finite():
     m = small_model(V())
     _poison(m, 2)
     h = _trainer(m, steps=4, nonfinite="skip_step").fit()
-    assert h.skipped_steps == [1] and len(h.nonfinite) == 1
+    assert h.skipped_steps == [1] and len(h.nonfinite) == 1 and h.nonfinite[0]["step"] == h.steps[1] == 2
     assert h.nonfinite[0]["where"] == "activation"
     assert not math.isfinite(h.loss[1]) and all(math.isfinite(x) for x in h.loss[2:])
     assert all(torch.isfinite(p).all() for p in m.parameters())

@@ -10,7 +10,9 @@ Codes, each reported once at the step where it first happened:
 
 * `non_finite_loss`     a logged loss is NaN/inf
 * `loss_spike`          a loss several times the median of the window before it
-* `grad_norm_explosion` a grad norm an order of magnitude above the window before it, or NaN/inf
+* `grad_norm_explosion` a grad norm an order of magnitude above the window before it, or NaN/inf; on labkit's
+                        per-layer series, the trainer's own spike rule (`labkit.training.monitor.Baselines`),
+                        so the step and layer are the ones its gradient monitor named during the run
 * `no_warmup`           the first logged learning rate is already the run's peak
 * `loss_not_decreasing` the end of the run is not meaningfully below its start
 
@@ -27,6 +29,8 @@ import sys
 from dataclasses import asdict, dataclass
 
 from labkit.doctor.log_readers import LOOKED_FOR, LogReadError, Run, finite, read_runs
+from labkit.training.monitor import SPIKE_FACTOR as SPIKE_FACTOR_LAYER
+from labkit.training.monitor import Baselines
 
 # ---- thresholds ------------------------------------------------------------
 # Compared with the median of a trailing window, not the previous value: a median
@@ -43,9 +47,11 @@ GRAD_MIN_HISTORY = 5  # grad norms swing several-fold in the first steps (Adam's
 SPIKE_FACTOR = 3.0  # healthy batch noise is ~5-30% of the loss; a 3x jump is a different run, not noise
 SPIKE_MIN_RISE = 0.5  # ...and at least 0.5 nats above it: near-zero losses (memorised data) triple on noise
 EXPLOSION_FACTOR = 10.0  # grad norms are far noisier than losses (2-3x swings are normal): an order of
-#                           magnitude.  Applied to the total and, where labkit logged them, to every layer's
-#                           norm (healthy tiny runs: <2x; lr=0.1 without clipping: 17-56x in one layer, while
-#                           the total, diluted by the quiet layers, often stays under 10x)
+#                           magnitude, on the total norm (HF's logs).  Where labkit logged every layer's norm, a
+#                           layer's spike is judged by the trainer's own rule instead (monitor.Baselines: > 5x the
+#                           layer's moving baseline): one definition of a spike, so `doctor log` and the monitor
+#                           name the same step and layer (healthy tiny runs: <2x; lr=0.1 without clipping:
+#                           5-400x in one layer, while the total, diluted by the quiet layers, stays under 10x)
 NO_WARMUP_FRACTION = 0.95  # first logged lr >= 95% of the peak: a warmup longer than the logging interval shows
 #                           as a first lr well below it (10 steps into 100 of warmup: 10%)
 MIN_LR_POINTS = 3  # one or two logged rates cannot show a schedule
@@ -107,37 +113,63 @@ def _jump(points, factor: float, min_history: int, min_rise: float = 0.0):
     return None
 
 
+def _layer_spike(run: Run) -> tuple[int, float, str, str] | None:
+    """The first spike by the trainer's own rule (`monitor.Baselines`), replayed on labkit's per-layer series: the
+    step and layer its gradient monitor named during the run (when every step was logged, the default)."""
+    layers = sorted(run.layer_grad_norms)
+    rows: dict[int, dict[str, float]] = {}
+    for name in layers:
+        for step, v in run.layer_grad_norms[name]:
+            rows.setdefault(step, {})[name] = v
+    bad_loss = {s for s, v in run.loss if not math.isfinite(v)}
+    rule = Baselines()
+    for step in sorted(rows):
+        row = rows[step]
+        if len(row) < len(layers) or step in bad_loss or not all(map(math.isfinite, row.values())):
+            continue  # the trainer hands a non-finite step to its replay, not to the spike rule
+        hit = rule.observe([row[n] for n in layers])
+        if hit:
+            i, ratio, baseline = hit
+            return (
+                step,
+                ratio,
+                layers[i],
+                f"gradient norm of {layers[i]} {_g(row[layers[i]])} at step {step} is {ratio:.1f}x its moving "
+                f"baseline {_g(baseline)} (the trainer's spike rule: > {rule.factor:g}x an EMA of the layer's own "
+                f"norms, from the {rule.warmup + 1}th logged step on)",
+            )
+    return None
+
+
 def _grad_explosion(run: Run) -> tuple[int, str] | None:
-    """The earliest non-finite or 10x grad norm, in the total or (labkit) in one layer's norm."""
+    """The earliest non-finite grad norm (total or a layer's), or the earliest jump: a layer's spike by the trainer's
+    rule where labkit logged per-layer norms, else a 10x jump of the total."""
     events = []  # (step, ratio, layer or "", message)
     for layer, points in [("", run.grad_norm), *run.layer_grad_norms.items()]:
         of = f" of {layer}" if layer else ""
         bad = next(((s, v) for s, v in points if not math.isfinite(v)), None)
         if bad:
             events.append((bad[0], math.inf, layer, f"the gradient norm{of} is {bad[1]} at step {bad[0]}"))
-        jump = _jump(points, EXPLOSION_FACTOR, GRAD_MIN_HISTORY)
-        if jump:
-            s, v, med, n = jump
-            events.append(
-                (
-                    s,
-                    v / med,
-                    layer,
-                    f"gradient norm{of} {_g(v)} at step {s} is {v / med:.1f}x the median "
-                    f"{_g(med)} of the {n} logged values before it "
-                    f"(threshold {EXPLOSION_FACTOR:g}x)",
-                )
+    spike = _layer_spike(run) if run.layer_grad_norms else None
+    if spike:
+        events.append(spike)
+    jump = None if run.layer_grad_norms else _jump(run.grad_norm, EXPLOSION_FACTOR, GRAD_MIN_HISTORY)
+    if jump:
+        s, v, med, n = jump
+        events.append(
+            (
+                s,
+                v / med,
+                "",
+                f"gradient norm {_g(v)} at step {s} is {v / med:.1f}x the median {_g(med)} of the {n} logged values "
+                f"before it (threshold {EXPLOSION_FACTOR:g}x)",
             )
+        )
     if not events:
         return None
     first = min(e[0] for e in events)
-    at = [e for e in events if e[0] == first]
-    layers = sorted((e for e in at if e[2]), key=lambda e: -e[1])
-    total = next((e for e in at if not e[2]), None)
-    if total is None:
-        return first, layers[0][3]
-    worst = f"; the layer that jumped most: {layers[0][2]} ({layers[0][1]:.1f}x)" if layers else ""
-    return first, total[3] + worst
+    at = sorted((e for e in events if e[0] == first), key=lambda e: (bool(e[2]), -e[1]))
+    return first, at[0][3]
 
 
 def diagnose(run: Run) -> list[Finding]:
@@ -259,7 +291,9 @@ def register(dsub) -> None:
         epilog=(
             f"Thresholds: a loss spike is > {SPIKE_FACTOR:g}x the median of the previous {WINDOW} logged losses; "
             f"a grad-norm explosion > {EXPLOSION_FACTOR:g}x the median of the previous {WINDOW} grad norms "
-            f"(after {GRAD_MIN_HISTORY}) or NaN/inf; no warmup: first lr >= {NO_WARMUP_FRACTION:g}x the peak; "
+            f"(after {GRAD_MIN_HISTORY}) or NaN/inf -- on labkit's per-layer norms, the trainer's spike rule "
+            f"(> {SPIKE_FACTOR_LAYER:g}x the layer's moving baseline, as its gradient monitor); "
+            f"no warmup: first lr >= {NO_WARMUP_FRACTION:g}x the peak; "
             f"not decreasing: mean of the last {TREND_EDGE:.0%} of losses > {NOT_DECREASING_RATIO:g}x the mean "
             f"of the first {TREND_EDGE:.0%}.\nA folder is searched for {LOOKED_FOR}."
         ),

@@ -3,7 +3,9 @@
 * Per-layer gradient norms every step (one fused `_foreach_norm`, one host sync),
   each compared with its own moving baseline (EMA); the first layer whose norm
   exceeds `spike_factor` x baseline is reported with the step and the batch
-  (example ids and source lengths).
+  (example ids and source lengths).  The rule is `Baselines`, the course's one
+  definition of a gradient spike: `labkit doctor log` replays it on the logged
+  per-layer series, so both name the same step and layer for the same run.
 * Non-finite detection on the loss and on every layer's gradients; when one is
   found the batch is *replayed* (same RNG state, weights not yet updated) with
   forward hooks on every leaf module, which name the first module whose output
@@ -15,11 +17,12 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 from labkit.i18n import _
+
+if TYPE_CHECKING:
+    import torch
 
 # sub-layers a T5 block is made of: group parameters up to these names
 _GROUP_AT = re.compile(r"^(SelfAttention|EncDecAttention|DenseReluDense|layer_norm|final_layer_norm)$")
@@ -33,6 +36,50 @@ def layer_name(param_name: str) -> str:
         if _GROUP_AT.match(p):
             return ".".join(parts[: i + 1])
     return ".".join(parts)
+
+
+# the spike rule (`Baselines`): a norm above SPIKE_FACTOR x its series' moving baseline, an EMA with this weight on
+# the old value, judged only once WARMUP observations have built the baseline (the first steps of a fresh model
+# swing several-fold while Adam's moments fill)
+SPIKE_FACTOR, EMA, WARMUP = 5.0, 0.9, 10
+
+
+class Baselines:
+    """One moving baseline per series (a layer's gradient norm): the course's one definition of a spike.
+
+    `GradMonitor` feeds it every optimizer step during training; `labkit doctor log` feeds it the per-layer norms
+    the trainer logged, step by step, and so names the same first spike. Plain floats, no torch: a run's logs are
+    read without it."""
+
+    def __init__(self, factor: float = SPIKE_FACTOR, ema: float = EMA, warmup: int = WARMUP):
+        self.factor, self.ema, self.warmup = factor, ema, warmup
+        self.values: list[float] | None = None
+        self.seen = 0
+        self.max_ratio = 0.0  # the largest ratio judged so far: how close the run came to a spike
+
+    def observe(self, norms: list[float]) -> tuple[int, float, float] | None:
+        """Judge one step's norms against the baselines, then update them. Returns (index, ratio, baseline) of the
+        worst series when its ratio is above `factor`, else None."""
+        finite = [math.isfinite(v) for v in norms]
+        hit = None
+        if self.values is None:
+            self.values = [v if ok else 0.0 for v, ok in zip(norms, finite)]
+        elif self.seen >= self.warmup:
+            ratios = [v / max(b, 1e-12) if ok and b > 0 else 0.0 for v, b, ok in zip(norms, self.values, finite)]
+            worst = max(range(len(ratios)), key=ratios.__getitem__) if ratios else 0
+            if ratios:
+                self.max_ratio = max(self.max_ratio, ratios[worst])
+                if ratios[worst] > self.factor:
+                    hit = (worst, ratios[worst], self.values[worst])
+        if self.seen > 0:
+            # after the warm-up a spiking value enters the baseline damped, so one spike does not mask the next
+            damp = self.seen >= self.warmup
+            self.values = [
+                self.ema * b + (1 - self.ema) * (min(v, b * self.factor) if damp else v) if ok else b
+                for v, b, ok in zip(norms, self.values, finite)
+            ]
+        self.seen += 1
+        return hit
 
 
 @dataclass
@@ -62,9 +109,14 @@ class NonFinite:
 class GradMonitor:
     """Per-layer gradient norms with moving baselines, spike and non-finite detection."""
 
-    def __init__(self, model: torch.nn.Module, spike_factor: float = 5.0, ema: float = 0.9, warmup: int = 10):
+    def __init__(
+        self, model: torch.nn.Module, spike_factor: float = SPIKE_FACTOR, ema: float = EMA, warmup: int = WARMUP
+    ):
+        import torch  # here, not at import: `labkit doctor log` uses `Baselines` without torch
+
         self.model = model
         self.spike_factor, self.ema, self.warmup = spike_factor, ema, warmup
+        self.baselines = Baselines(spike_factor, ema, warmup)
         named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
         self.params = [p for _n, p in named]
         self.layers: list[str] = []
@@ -75,13 +127,13 @@ class GradMonitor:
                 self.layers.append(g)
             index.append(self.layers.index(g))
         self._index = torch.tensor(index)
-        self._baseline: torch.Tensor | None = None
-        self._seen = 0
         self.spikes: list[Spike] = []
         self.nonfinite: list[NonFinite] = []
 
     def layer_norms(self) -> torch.Tensor:
         """Per-layer L2 norms of the current gradients (float32 tensor, len(self.layers))."""
+        import torch
+
         ps = [p for p in self.params if p.grad is not None]
         idx = (
             self._index
@@ -102,30 +154,23 @@ class GradMonitor:
         return out.sqrt()
 
     def observe(self, step: int, norms: list[float], batch: dict[str, Any] | None = None) -> Spike | None:
-        """Compare this step's layer norms with their baselines; record and return the worst spike."""
-        t = torch.tensor(norms, dtype=torch.float64)
-        finite = torch.isfinite(t)
-        spike = None
-        if self._baseline is None:
-            self._baseline = torch.where(finite, t, torch.zeros_like(t))
-        elif self._seen >= self.warmup:
-            ratio = torch.where(finite & (self._baseline > 0), t / self._baseline.clamp_min(1e-12), torch.zeros_like(t))
-            worst = int(ratio.argmax())
-            if float(ratio[worst]) > self.spike_factor:
-                spike = Spike(
-                    step,
-                    self.layers[worst],
-                    float(t[worst]),
-                    float(self._baseline[worst]),
-                    list((batch or {}).get("ids", [])),
-                    list((batch or {}).get("source_lengths", [])),
-                )
-                self.spikes.append(spike)
-        if self._seen > 0:
-            # a spiking value enters the baseline damped, so one spike does not mask the next
-            upd = torch.minimum(t, self._baseline * self.spike_factor) if self._seen >= self.warmup else t
-            self._baseline = torch.where(finite, self.ema * self._baseline + (1 - self.ema) * upd, self._baseline)
-        self._seen += 1
+        """Compare this step's layer norms with their baselines (`Baselines`); record and return the worst spike.
+
+        `step` is the number the run gives the step (the trainer's: 1 for the first optimizer step, as in its
+        History and TensorBoard), so the verdict and `labkit doctor log` name the same step."""
+        hit = self.baselines.observe([float(v) for v in norms])
+        if hit is None:
+            return None
+        worst, _ratio, baseline = hit
+        spike = Spike(
+            step,
+            self.layers[worst],
+            float(norms[worst]),
+            baseline,
+            list((batch or {}).get("ids", [])),
+            list((batch or {}).get("source_lengths", [])),
+        )
+        self.spikes.append(spike)
         return spike
 
     def nonfinite_grad_layers(self, norms: list[float]) -> list[str]:
@@ -133,6 +178,8 @@ class GradMonitor:
 
     def first_nonfinite_module(self, forward) -> str | None:
         """Run `forward()` with hooks on every leaf module; the first whose output is inf/NaN."""
+        import torch
+
         flags: list[tuple[str, torch.Tensor]] = []
 
         def hook(name):
@@ -173,6 +220,7 @@ class GradMonitor:
             "first_spike": None if first_spike is None else {**first_spike.__dict__, "factor": first_spike.factor},
             "first_nonfinite": None if first_nf is None else dict(first_nf.__dict__),
             "n_spikes": len(self.spikes),
+            "max_factor": self.baselines.max_ratio,
             "n_nonfinite": len(self.nonfinite),
             "spiking_layers": sorted({s.layer for s in self.spikes}),
         }

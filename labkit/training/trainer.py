@@ -82,6 +82,8 @@ class History:
     grad_norm: list[float] = field(default_factory=list)
     layer_norms: dict[str, list[float]] = field(default_factory=dict)
     evals: list[dict] = field(default_factory=list)
+    # the monitor's events carry the step's number in `steps` (1 = the first optimizer step, as in TensorBoard);
+    # skipped_steps are indices into these lists (0 = the first)
     nonfinite: list[dict] = field(default_factory=list)
     skipped_steps: list[int] = field(default_factory=list)
     spikes: list[dict] = field(default_factory=list)
@@ -348,8 +350,8 @@ class Trainer:
         skip = False
         if not (math.isfinite(loss_v) and math.isfinite(total_v)):
             skip = self._on_nonfinite(step, loss_v, layer_v, batches, rng, info, hist)
-        elif self.monitor is not None:
-            spike = self.monitor.observe(step, layer_v, info)
+        elif self.monitor is not None:  # numbered like History.steps and TensorBoard: `labkit doctor log` agrees
+            spike = self.monitor.observe(step + 1, layer_v, info)
             if spike is not None:
                 hist.spikes.append({**spike.__dict__, "factor": spike.factor})
         if skip:
@@ -438,7 +440,7 @@ class Trainer:
         if module is not None:
             where = "activation"
         event = NonFinite(
-            step,
+            step + 1,
             where,
             module or (mon.nonfinite_grad_layers(layer_v)[-1:] or [None])[0],
             info["ids"],
@@ -453,7 +455,7 @@ class Trainer:
         if self.cfg.nonfinite == "raise":
             hist.verdict = mon.verdict()
             raise NonFiniteError(
-                f"non-finite {where} at step {step} (loss={loss_v}); first module with inf/NaN output: {module}; "
+                f"non-finite {where} at step {step + 1} (loss={loss_v}); first module with inf/NaN output: {module}; "
                 f"layers with non-finite grads: {event.grad_layers[:4]}; batch ids {info['ids'][:4]}. "
                 f"Fix: lower lr / add warmup, clip gradients (clip=1.0), truncate long inputs; or nonfinite='skip_step'."
             )
