@@ -46,6 +46,22 @@ def test_read_env_single_and_torchrun():
     assert read_env({"RANK": "0", "WORLD_SIZE": "2", "ACCELERATE_USE_CPU": "1"}).launcher == "accelerate"
 
 
+@pytest.mark.parametrize("mode", [["--multi_gpu"], ["--cpu"]])
+def test_read_env_names_accelerate_under_its_elastic_agent(mode):
+    """`accelerate launch --multi_gpu` starts its ranks through torch's elastic agent (TORCHELASTIC_RUN_ID is set, as
+    under torchrun): the environment accelerate itself prepares still says accelerate, as notebook 04's rank lines."""
+    from accelerate.commands.launch import _validate_launch_command, launch_command_parser
+    from accelerate.utils.launch import prepare_multi_gpu_env, prepare_simple_launcher_cmd_env
+
+    argv = [*mode, "--num_processes", "2", "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no"]
+    args, _, _ = _validate_launch_command(launch_command_parser().parse_args([*argv, "train.py"]))
+    env = prepare_multi_gpu_env(args) if mode == ["--multi_gpu"] else prepare_simple_launcher_cmd_env(args)[1]
+    elastic = {"TORCHELASTIC_RUN_ID": "x"} if mode == ["--multi_gpu"] else {}
+    env = {k: v for k, v in env.items() if k.startswith("ACCELERATE_")} | elastic | {"RANK": "1", "WORLD_SIZE": "2"}
+    assert read_env(env).launcher == "accelerate"
+    assert read_env({"RANK": "1", "WORLD_SIZE": "2", "TORCHELASTIC_RUN_ID": "x"}).launcher == "torchrun"
+
+
 @pytest.mark.parametrize(
     "environ", [{"RANK": "2", "WORLD_SIZE": "2"}, {"WORLD_SIZE": "0"}, {"RANK": "x", "WORLD_SIZE": "2"}]
 )

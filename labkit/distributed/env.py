@@ -53,6 +53,11 @@ def _int(environ: Mapping[str, str], key: str, default: int) -> int:
         raise ValueError(f"environment variable {key}={raw!r} is not an integer; fix the launcher's setting") from None
 
 
+# what `accelerate launch` writes into every process it starts, through either of its launchers (accelerate.utils.launch:
+# prepare_simple_launcher_cmd_env, prepare_multi_gpu_env) -- settings of the launch, not ones a user exports
+ACCELERATE_LAUNCH_VARS = ("ACCELERATE_MIXED_PRECISION", "ACCELERATE_DYNAMO_BACKEND")
+
+
 def read_env(environ: Mapping[str, str] | None = None) -> DistEnv:
     """The process's place in the job, from the environment a launcher set.
 
@@ -67,7 +72,9 @@ def read_env(environ: Mapping[str, str] | None = None) -> DistEnv:
     local = _int(env, "LOCAL_RANK", rank)
     if world < 1 or not 0 <= rank < world:
         raise ValueError(f"impossible launch: RANK={rank} with WORLD_SIZE={world} (need 0 <= RANK < WORLD_SIZE >= 1)")
-    if "TORCHELASTIC_RUN_ID" in env:
+    if any(k in env for k in ACCELERATE_LAUNCH_VARS):
+        launcher = "accelerate"  # before torchrun: `accelerate launch --multi_gpu` runs torch's elastic agent too
+    elif "TORCHELASTIC_RUN_ID" in env:
         launcher = "torchrun"
     elif any(k.startswith("ACCELERATE_") for k in env):
         launcher = "accelerate"
