@@ -183,3 +183,29 @@ def test_each_learner_check_fails_alone_with_a_hint(number, capsys):
     vague = [f"{chk}: {e}" for chk, e in results if chk not in unrepaired and not str(e).startswith(UNANSWERED)]
     assert not vague, "a placeholder should get the 'not answered yet' hint:\n" + "\n".join(vague)
     assert "❌ fail" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "cell",
+    [
+        "from labkit.exercises import nb04\nnb04.ex1('python train.py')",  # a check
+        "from labkit.exercises.predictions import predict\npredict('02', 28)",  # a prediction in the wrong unit
+        "from labkit.exercises import transfer\ntransfer.check_fix('04', None)",  # a find-and-fix placeholder
+    ],
+)
+def test_a_failed_check_shows_its_hint_and_the_learners_line_not_labkits_traceback(cell, capfd):
+    """In a notebook (IPython) a ❌ is the hint and, under it, the learner's own line -- no frames of labkit."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    try:
+        result = shell.run_cell(cell)
+    finally:
+        InteractiveShell.clear_instance()
+    assert isinstance(result.error_in_exec, ExerciseFailed)
+    shown = [line for line in capfd.readouterr().out.splitlines() if line.strip()]
+    assert shown[0].startswith("❌ fail: ") and len(shown) == 2, shown
+    assert re.fullmatch(
+        r"↳ the check that failed: Cell In\[\d+\], line 2: " + re.escape(cell.splitlines()[1]), shown[1]
+    )
+    assert not any("labkit/" in line or "Traceback" in line or "File " in line for line in shown), shown

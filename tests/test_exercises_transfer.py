@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import json
 import linecache
+import math
 from pathlib import Path
 
 import pytest
@@ -165,6 +166,23 @@ def fix04_no_ddp() -> str:
     return edit(src("04"), _04_IMPORTS, _04_NO_ARGS, _04_GROUP, _04_SHARD, _04_PRINT)
 
 
+def fix04_pile_up() -> str:
+    """Joins the group, shards by rank and wraps in DDP -- but keeps the tutorial's device line and `DDP(model)`
+    without device_ids: right on CPU, every rank on cuda:0 on a GPU node (notebook 04's pile-up)."""
+    return edit(
+        src("04"),
+        _04_IMPORTS,
+        _04_NO_ARGS,
+        _04_GROUP,
+        _04_SHARD,
+        (
+            '    model = build_model("tiny", len(tokenizer)).to(device)\n',
+            '    model = build_model("tiny", len(tokenizer)).to(device)\n    model = DDP(model)\n',
+        ),
+        _04_PRINT,
+    )
+
+
 def fix04_env_only() -> str:
     """Reads LOCAL_RANK from the environment (so the shards differ) but never joins a process group."""
     return edit(
@@ -281,8 +299,13 @@ def fix06_warmup_only() -> str:
 
 
 def fix06_lower_lr() -> str:
-    """The notebook's sane learning rate -- and still nothing bounds the first, untrained step."""
+    """The notebook's sane learning rate (section 3's `+ lr 3e-3`, the recipe that ends lowest): no spike left."""
     return edit(src("06"), ("lr=3e-2, n_articles", "lr=3e-3, n_articles"))
+
+
+def fix06_lr_not_low_enough() -> str:
+    """A third of the learning rate, nothing else: the monitor still sees a layer spike."""
+    return edit(src("06"), ("lr=3e-2, n_articles", "lr=1e-2, n_articles"))
 
 
 # 07: the gradients
@@ -337,7 +360,7 @@ def fix07_average_op() -> str:
 
 
 # (exercise, answer builder, passes?, a phrase the printed line must hold[, the guide's words for a wrong repair])
-# A wrong repair with the guide's words is listed under "Common wrong answers" in docs/workshop.md (as NN.K, the
+# A wrong repair with the guide's words is listed under "Common wrong answers" in docs/instructor/answers.md (NN.K, the
 # notebook's exercise number): tests/test_exercise_answers.py checks the guide lists exactly these.
 CASES = [
     ("02", src, False, "U+FFFD where bytes were thrown away"),
@@ -381,6 +404,14 @@ CASES = [
         "two single-process runs",
         "reading `LOCAL_RANK` from the environment without joining a process group",
     ),
+    (
+        "04",
+        lambda _: fix04_pile_up(),
+        False,
+        "with `device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')`",
+        'keeping `torch.device("cuda" if ... else "cpu")` and `DDP(model)` without `device_ids` (every rank on '
+        "cuda:0 on a GPU node)",
+    ),
     ("05", src, False, "shards overlap"),
     ("05", lambda _: fix05_shared_seed(), True, "overlap 0 %"),
     ("05", lambda _: fix05_distributed_sampler(), True, "overlap 0 %"),
@@ -416,7 +447,14 @@ CASES = [
         "clipping without warmup (the first step at the full learning rate)",
     ),
     ("06", lambda _: fix06_warmup_only(), False, "Nothing bounds", "warmup without clipping"),
-    ("06", lambda _: fix06_lower_lr(), False, "Nothing bounds", "a lower learning rate instead of clipping"),
+    ("06", lambda _: fix06_lower_lr(), True, "the grad-norm monitor saw no layer spike"),
+    (
+        "06",
+        lambda _: fix06_lr_not_low_enough(),
+        False,
+        "Nothing bounds these steps",
+        "a learning rate lowered only to 1e-2, without clipping (the monitor still sees a layer spike)",
+    ),
     ("07", src, False, "differ after training"),
     ("07", lambda _: fix07_ddp(), True, "trained one model"),
     ("07", lambda _: fix07_allreduce_grads(), True, "trained one model"),
@@ -729,6 +767,40 @@ def test_reveal_before_the_measurement_and_bad_predictions(capsys):
         predictions.predict("06", "the loss")
 
 
+@pytest.mark.parametrize(
+    "qid,value,hint",
+    [
+        ("02", 28, "28 looks like a percent; the question asks for a share between 0 and 1 -- 0.28?"),
+        ("01", 65, "65 looks like a percent; the question asks for a share between 0 and 1 -- 0.65?"),
+        ("02", -0.1, "cannot be the answer: the question asks for a share between 0 and 1"),
+        ("05", 150, "150 cannot be the answer: the question asks for a percentage between 0 and 100"),
+        ("04", 0, "0 cannot be the answer: the question asks for a whole number of processes, 1 or more"),
+        ("04", 1.5, "1.5 cannot be the answer: the question asks for a whole number of processes"),
+        ("09", -2, "-2 cannot be the answer: the question asks for a multiplier"),
+    ],
+)
+def test_a_prediction_outside_the_questions_range_gets_a_units_hint(qid, value, hint, capsys):
+    """A percent where a share is asked is refused with the share it probably meant, never compared silently."""
+    predictions.predict(qid, ...)
+    with pytest.raises(ExerciseFailed) as info:
+        predictions.predict(qid, value)
+    assert hint in str(info.value) and qid not in predictions._PREDICTIONS
+    assert "❌" in capsys.readouterr().out
+
+
+def test_every_numeric_question_declares_its_range():
+    for q in predictions.QUESTIONS.values():
+        if q.tolerance[0] == "choice":
+            continue
+        assert q.asks and q.bounds != (-math.inf, math.inf), q.id
+        # the instructor's own answer (the solution region of the notebook's predict cell) lies inside it
+        nb = json.loads((ROOT / "notebooks" / f"{q.notebook}.ipynb").read_text(encoding="utf-8"))
+        (cell,) = ["".join(c["source"]) for c in nb["cells"] if f'predict("{q.id}"' in "".join(c["source"])]
+        answer = ast.literal_eval(cell.split("### BEGIN SOLUTION", 1)[1].split("=", 1)[1].split("\n", 1)[0].strip())
+        predictions.predict(q.id, answer)
+        assert predictions._PREDICTIONS[q.id] == answer
+
+
 def test_the_cell_text_defines_the_answer_and_does_not_run(capsys):
     """What transfer.load puts into the learner's cell: the script without its __main__ block (a kernel's
     __name__ is "__main__"), ending with fixed_NN = main -- running the cell trains nothing."""
@@ -831,14 +903,53 @@ def test_04_a_model_never_moved_to_its_device_fails_on_the_doctor(capsys):
 
 
 def test_06_needs_steps_and_a_gradient_to_clip(capsys):
-    few = {0: {"steps": [{"step": 0, "lr": 1e-3, "applied_norm": 0.5, "pre_clip_norm": 0.5}], "losses": [1.0]}}
+    few = {0: {"steps": [{"step": 1, "lr": 1e-3, "applied_norm": 0.5, "pre_clip_norm": 0.5}], "losses": [1.0]}}
     assert "at least 10 needed" in _grade(transfer.grade_06, fake_run("06", few), capsys)
-    calm = [{"step": i, "lr": 1e-3 * min(1, (i + 1) / 5), "applied_norm": 0.5, "pre_clip_norm": 0.5} for i in range(12)]
-    out = _grade(transfer.grade_06, fake_run("06", {0: {"steps": calm, "losses": [1.0] * 12}}), capsys)
+    falling = [7.0 - 0.2 * i for i in range(12)]
+    spiky = {"n_spikes": 2, "max_factor": 9.0, "first_spike": {"step": 11, "layer": "enc.ln", "factor": 9.0, "ids": []}}
+    calm = [
+        {"step": i + 1, "lr": 1e-3 * min(1, (i + 1) / 5), "applied_norm": 0.5, "pre_clip_norm": 0.5} for i in range(12)
+    ]
+    out = _grade(transfer.grade_06, fake_run("06", {0: {"steps": calm, "losses": falling, "monitor": spiky}}), capsys)
     assert "cannot see your clipping act" in out
     nan = [dict(s, pre_clip_norm=5.0, applied_norm=1.0) for s in calm]
     out = _grade(transfer.grade_06, fake_run("06", {0: {"steps": nan, "losses": [1.0] * 11 + [float("nan")]}}), capsys)
-    assert "non-finite at step 11" in out
+    assert "non-finite at step 12" in out
+
+
+def test_06_either_fix_the_notebook_measures_passes_and_half_fixes_fail(capsys):
+    """A learning rate the monitor sees no spike at passes; so do clipping + warmup. Spikes with unclipped steps, or
+    clipping without warmup, fail; so does a learning rate too low to learn."""
+    falling = [7.0 - 0.2 * i for i in range(12)]
+    quiet = {"n_spikes": 0, "max_factor": 2.5, "first_spike": None}
+    spiky = {"n_spikes": 3, "max_factor": 30.0, "first_spike": {"step": 11, "layer": "enc.ln", "factor": 30, "ids": []}}
+    flat_lr = [
+        {"step": i + 1, "lr": 3e-3, "applied_norm": 4.0 if i == 0 else 0.8, "pre_clip_norm": 4.0} for i in range(12)
+    ]
+    run = fake_run("06", {0: {"steps": flat_lr, "losses": falling, "monitor": quiet}})
+    assert transfer.grade_06(run) is True
+    assert "saw no layer spike in 12 steps (the largest jump: 2.5x" in capsys.readouterr().out
+    out = _grade(
+        transfer.grade_06, fake_run("06", {0: {"steps": flat_lr, "losses": falling, "monitor": spiky}}), capsys
+    )
+    assert (
+        "Nothing bounds these steps" in out
+        and "(layer spikes in 12 steps: 3)" in out
+        and "a warmup and clipping" in out
+    )
+    clipped = [dict(s, applied_norm=1.0) for s in flat_lr]
+    out = _grade(
+        transfer.grade_06, fake_run("06", {0: {"steps": clipped, "losses": falling, "monitor": spiky}}), capsys
+    )
+    assert "the full learning rate" in out
+    warm = [dict(s, lr=3e-3 * min(1, s["step"] / 5)) for s in clipped]
+    assert transfer.grade_06(fake_run("06", {0: {"steps": warm, "losses": falling, "monitor": spiky}})) is True
+    assert "The monitor still saw 3 layer spike(s)" in capsys.readouterr().out
+    assert transfer.grade_06(fake_run("06", {0: {"steps": warm, "losses": falling, "monitor": quiet}})) is True
+    assert "the optimizer applied at most 1; " in (out := capsys.readouterr().out) and "saw no layer spike" in out
+    stuck = [7.0 - 0.01 * i for i in range(12)]
+    out = _grade(transfer.grade_06, fake_run("06", {0: {"steps": flat_lr, "losses": stuck, "monitor": quiet}}), capsys)
+    assert "no longer learns in 12 steps" in out
 
 
 def test_02_a_cleaner_that_throws_good_data_away(capsys):

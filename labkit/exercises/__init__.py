@@ -24,7 +24,50 @@ UNANSWERED = N_("not answered yet: replace the `...` placeholder in the cell abo
 
 
 class ExerciseFailed(AssertionError):
-    """A check failed; the message is the hint."""
+    """A check failed; the message is the hint.
+
+    In IPython (a notebook) `_render_traceback_` replaces the traceback: the ❌ line `fail` printed holds the hint,
+    and under it comes only the learner's own line that called the check -- not the frames inside labkit, which
+    tell a learner nothing (nbgrader and the course runner still read the error's name and message)."""
+
+    def _render_traceback_(self) -> list[str]:
+        where = _learner_line(self.__traceback__)
+        return [_("↳ the check that failed: {where}").format(where=where)] if where else []
+
+
+def _learner_line(tb) -> str:
+    """`Cell In[5], line 2: nb04.ex1(launch_cmd)`: the deepest frame of `tb` that is the learner's code -- not
+    labkit's, not an installed library's or the standard library's (IPython's own frames included)."""
+    import linecache
+    import sys
+    import sysconfig
+    import traceback
+    from pathlib import Path
+
+    ours = str(Path(__file__).resolve().parents[1])
+    installed = {sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+    installed |= {sys.prefix, sys.base_prefix}
+    frames = [
+        fr
+        for fr in traceback.extract_tb(tb)
+        if not str(Path(fr.filename).resolve()).startswith(ours)
+        and not any(fr.filename.startswith(p) for p in installed)
+        and not fr.filename.startswith("<frozen")
+    ]
+    if not frames:
+        return ""
+    fr = frames[-1]
+    name = fr.filename
+    try:
+        from IPython import get_ipython
+
+        shell = get_ipython()
+        label = shell.compile.format_code_name(name) if shell is not None else None
+    except Exception:  # noqa: BLE001 -- no IPython, or an old one: the file name will do
+        label = None
+    place = f"{label[0]} {label[1]}" if label else name
+    code = (fr.line or linecache.getline(name, fr.lineno)).strip()
+    return f"{place}, line {fr.lineno}: {code}"
 
 
 def passed(msg: str = "") -> bool:

@@ -188,7 +188,7 @@ class Instruments:
         applied = (
             float(torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads]))) if grads else 0.0
         )
-        step = len(self.steps)
+        step = len(self.steps) + 1  # numbered as the trainer numbers its steps: 1 = the first optimizer step
         entry = {"step": step, "lr": float(optimizer.param_groups[0]["lr"]), "applied_norm": applied}
         if self.pending is not None:
             entry["pre_clip_norm"] = self.pending["pre_clip_norm"]

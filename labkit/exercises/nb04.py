@@ -3,28 +3,77 @@
 from __future__ import annotations
 
 import shlex
+from pathlib import Path
 
 from labkit.exercises import Choice, Quiz, answered, call, fail, passed
 from labkit.i18n import N_, _
 
 
-def _nproc(tokens: list[str], names: tuple[str, ...]) -> int | str | None:
-    for i, t in enumerate(tokens):
-        for n in names:
-            value = (
-                t.split("=", 1)[1]
-                if t.startswith(n + "=")
-                else tokens[i + 1]
-                if t == n and i + 1 < len(tokens)
-                else None
+GPUS = 4  # the node ex1 asks about: one machine, 4 GPUs, no accelerate config file
+
+
+def _parse(parser, argv: list[str], launcher: str):
+    """`argv` parsed by the launcher's own argument parser (what the launcher would read), or a hint."""
+    import contextlib
+    import io
+
+    err = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(err):
+            return parser.parse_args(argv)
+    except SystemExit:
+        said = err.getvalue().strip().splitlines()
+        fail(
+            _("{launcher} would refuse this command: {error}").format(
+                launcher=launcher, error=said[-1] if said else "usage error"
             )
-            if value is not None:
-                return int(value) if value.isdigit() else value
-    return None
+        )
+
+
+def _torchrun(argv: list[str]) -> tuple[int, str]:
+    """(processes torchrun starts on this node, its script) -- torch's own parser and its nproc_per_node rule."""
+    from torch.distributed.run import get_args_parser
+
+    args = _parse(get_args_parser(), argv, "torchrun")
+    nodes = str(args.nnodes).split(":")[-1]
+    if nodes != "1":
+        fail(
+            _("--nnodes={nodes}: torchrun would wait for {nodes} nodes to join, and this is one node").format(
+                nodes=args.nnodes
+            )
+        )
+    n = str(args.nproc_per_node)
+    if n == "cpu":
+        fail(N_("--nproc_per_node=cpu starts one process per CPU core, not per GPU: use --nproc_per_node=4 (or gpu)"))
+    if n in ("gpu", "auto"):  # torch.distributed.run.determine_local_world_size: one per visible GPU
+        return GPUS, args.training_script
+    if not n.isdigit():
+        fail(_("torchrun would refuse --nproc_per_node={n}: give a number, gpu or auto").format(n=n))
+    return int(n), args.training_script
+
+
+def _accelerate(argv: list[str]) -> tuple[int, str, bool]:
+    """(processes accelerate starts on this node, its script, whether a default decided it) -- accelerate's own
+    parser and its defaults without a config file (accelerate/commands/launch.py `_validate_launch_command`:
+    --num_processes = the GPUs it sees, and --multi_gpu switched on when that is more than one)."""
+    from accelerate.commands.launch import launch_command_parser
+
+    args = _parse(launch_command_parser(), argv, "accelerate launch")
+    if args.cpu:
+        fail(N_("`accelerate launch --cpu` takes the single-process path (measured above): use --multi_gpu"))
+    if (args.num_machines or 1) > 1:
+        fail(
+            _("--num_machines={n}: accelerate would wait for {n} machines to join, and this is one node").format(
+                n=args.num_machines
+            )
+        )
+    n = args.num_processes if args.num_processes is not None else GPUS
+    return n, args.training_script, args.num_processes is None or not args.multi_gpu
 
 
 def ex1(command) -> bool:
-    """A shell command that starts train.py as 4 processes on one 4-GPU node."""
+    """A shell command that starts train.py as 4 processes on one 4-GPU node (no accelerate config file). Judged by
+    what the launcher itself would do there: its own argument parser, and its defaults."""
     answered(command)
     try:
         tokens = shlex.split(str(command))
@@ -34,36 +83,46 @@ def ex1(command) -> bool:
         fail(N_("never type --local_rank yourself: the launcher sets LOCAL_RANK for each process it starts"))
     if "torch.distributed.launch" in tokens:
         fail(N_("torch.distributed.launch is deprecated (it passes --local_rank): use torchrun"))
-    if not tokens or tokens[0] in ("python", "python3") and "torch.distributed.run" not in tokens:
+    module_run = tokens[:3] in (["python", "-m", "torch.distributed.run"], ["python3", "-m", "torch.distributed.run"])
+    if not tokens or tokens[0] in ("python", "python3") and not module_run:
         fail(
             N_("`python train.py` starts ONE process whatever you pass it; start it with torchrun or accelerate launch")
         )
-    if tokens[0] == "torchrun" or "torch.distributed.run" in tokens:
-        n = _nproc(tokens, ("--nproc_per_node", "--nproc-per-node"))
-        if n not in (4, "gpu"):
+    defaulted = False
+    if tokens[0] == "torchrun" or module_run:
+        n, script = _torchrun(tokens[3:] if module_run else tokens[1:])
+        if n != GPUS:
             said = (
                 _("--nproc_per_node={n} starts {n} processes").format(n=n)
-                if n is not None
+                if n != 1 or any(t.startswith(("--nproc_per_node", "--nproc-per-node")) for t in tokens)
                 else _("torchrun starts one process")
             )
             fail(_("{said}: tell torchrun to start one per GPU, --nproc_per_node=4").format(said=said))
     elif tokens[:2] == ["accelerate", "launch"]:
-        if "--cpu" in tokens:
-            fail(N_("`accelerate launch --cpu` takes the single-process path (measured above): use --multi_gpu"))
-        if _nproc(tokens, ("--num_processes", "--num-processes")) != 4 or "--multi_gpu" not in tokens:
-            fail(N_("accelerate needs --multi_gpu --num_processes 4"))
+        n, script, defaulted = _accelerate(tokens[2:])
+        if n != GPUS:
+            fail(_("accelerate launch --num_processes {n} starts {n} processes: ask for one per GPU, 4").format(n=n))
     else:
         fail(
             _("{launcher} is not a launcher: use torchrun (or accelerate launch --multi_gpu)").format(
                 launcher=repr(tokens[0])
             )
         )
-    if "train.py" not in tokens:
+    if Path(script).name != "train.py":
         fail(N_("the command should run train.py"))
+    note = (
+        _(
+            " (accelerate's defaults on this node, with no config file: as many processes as GPUs it sees unless "
+            "--num_processes says otherwise, and --multi_gpu switched on when that is more than one)"
+        )
+        if defaulted
+        else ""
+    )
     return passed(
         _("{command} starts 4 ranks; each reads RANK / LOCAL_RANK / WORLD_SIZE from its environment").format(
             command=repr(command)
         )
+        + note
     )
 
 

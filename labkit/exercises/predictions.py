@@ -33,6 +33,11 @@ class Question:
     scale: float = 1.0  # measured value x scale = the unit the question asks in
     choices: tuple[str, ...] = ()
     classify: Callable[[Any], str] | None = None  # measured value -> one of `choices`
+    # the values an answer can take, in the question's unit (inclusive), and how to say so; a prediction outside
+    # them is a slip of units or of the question (28 where a share is asked), refused with a hint, never compared
+    bounds: tuple[float, float] = (-math.inf, math.inf)
+    asks: str = ""
+    whole: bool = False  # a count: no fractions
 
     @property
     def rule(self) -> str:
@@ -75,6 +80,8 @@ QUESTIONS: dict[str, Question] = {
                 "page furniture, script code or damaged text -- a team that looked at a screenful of samples would "
                 "have seen it before training anything."
             ),
+            bounds=(0.0, 1.0),
+            asks=N_("a share between 0 and 1"),
         ),
         Question(
             "02",
@@ -88,6 +95,8 @@ QUESTIONS: dict[str, Question] = {
                 "U+FFFD, shifted CSV rows, truncated JSON) and adds ~8 % duplicates; everything else -- encodings, "
                 "latin-1 mojibake, scripts, furniture, swapped columns -- is repaired and kept."
             ),
+            bounds=(0.0, 1.0),
+            asks=N_("a share between 0 and 1"),
         ),
         Question(
             "03",
@@ -105,6 +114,8 @@ QUESTIONS: dict[str, Question] = {
                 "measured peak grows a little less than the 16x tokens, because gradients and the allocator's slack do "
                 "not grow with the batch at all."
             ),
+            bounds=(0.0, math.inf),
+            asks=N_("a multiplier: how many times the smallest configuration's memory"),
         ),
         Question(
             "04",
@@ -121,6 +132,9 @@ QUESTIONS: dict[str, Question] = {
                 "nothing. No launcher set WORLD_SIZE, so the script is one ordinary process -- the run that 'trained "
                 "fine for a day' at world size 1."
             ),
+            bounds=(1.0, math.inf),
+            asks=N_("a whole number of processes, 1 or more"),
+            whole=True,
         ),
         Question(
             "05",
@@ -136,6 +150,8 @@ QUESTIONS: dict[str, Question] = {
                 "100 %: the same seed gives every rank the same shuffle, so the ranks draw identical batches and compute "
                 "identical gradients -- N processes doing one process's work N times (work factor = N)."
             ),
+            bounds=(0.0, 100.0),
+            asks=N_("a percentage between 0 and 100"),
         ),
         Question(
             "06",
@@ -171,6 +187,8 @@ QUESTIONS: dict[str, Question] = {
                 "and training amplifies the tiny differences step by step. Close, not bit-identical."
             ),
             scale=100.0,
+            bounds=(0.0, 100.0),
+            asks=N_("a percentage between 0 and 100"),
         ),
         Question(
             "08",
@@ -187,6 +205,8 @@ QUESTIONS: dict[str, Question] = {
                 "one batch of 16 costs more than one request but far less than 16. Without batching (FIX=False) the "
                 "ratio stays near 1: the requests just queue."
             ),
+            bounds=(0.0, math.inf),
+            asks=N_("a multiplier: how many times the requests per second of 1 client"),
         ),
         Question(
             "09",
@@ -206,6 +226,8 @@ QUESTIONS: dict[str, Question] = {
                 "need it, the arithmetic grows and the collectives overlap with it, so the price shrinks: measure it "
                 "on your own cards."
             ),
+            bounds=(0.0, math.inf),
+            asks=N_("a multiplier: how many times a DDP step's time"),
         ),
     )
 }
@@ -243,7 +265,17 @@ def _valid(q: Question, value: Any):
         return v
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         fail(_("predict a number ({unit})").format(unit=_(q.unit)) if q.unit else _("predict a number"))
-    return float(value)
+    v = float(value)
+    lo, hi = q.bounds
+    if hi == 1.0 and 1.0 < v <= 100.0:
+        fail(
+            _("{value:g} looks like a percent; the question asks for a share between 0 and 1 -- {share:g}?").format(
+                value=v, share=v / 100
+            )
+        )
+    if not lo <= v <= hi or (q.whole and v != int(v)):
+        fail(_("{value:g} cannot be the answer: the question asks for {asks}").format(value=v, asks=_(q.asks)))
+    return v
 
 
 def predict(qid: str, value: Any) -> None:
