@@ -67,3 +67,24 @@ def test_compare_fixes_shows_table_and_curves(capsys):
     assert X.FIXED in out and "1 of 2 batches hold a hostile sample" in out
     assert len(fig.axes) == 2 and len(fig.axes[0].lines) == 4
     assert cmp.metrics()["hostile_max_grad_norm[lr_only]"] == pytest.approx(1.0)
+
+
+def test_frequency_loss_is_the_loss_of_the_best_fixed_guess():
+    """`frequency_loss` is the cross-entropy of the title tokens under their own frequencies: the loss of a model that
+    outputs one distribution whatever the article -- the best such guess (a uniform one, or any other, is worse)."""
+    import torch
+
+    from labkit.text.tasks import Seq2SeqCollator
+
+    data, tok = examples()[:12], tokenizer()
+    labels = Seq2SeqCollator(tok, None, X.TARGET_LEN)(data)["labels"].flatten()
+    labels = labels[labels != -100]
+    counts = torch.bincount(labels, minlength=len(tok)).double()
+
+    def loss_of(probs):  # every position predicted with the same distribution
+        return float(torch.nn.functional.nll_loss(probs.clamp_min(1e-12).log().expand(len(labels), -1), labels))
+
+    best = X.frequency_loss(tok, data)
+    assert best == pytest.approx(loss_of(counts / counts.sum()), rel=1e-6)
+    assert loss_of(torch.full((len(tok),), 1.0 / len(tok), dtype=torch.double)) > best + 0.5
+    assert loss_of((counts + 1) / (counts + 1).sum()) > best  # smoothed towards uniform: still a worse guess

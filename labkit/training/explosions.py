@@ -15,6 +15,7 @@ from typing import Sequence
 from labkit.i18n import N_, _
 from labkit.text.tasks import Example
 
+TARGET_LEN = 48  # target tokens the recipes train on (titles are far shorter)
 JUNK = "🔥★※①②№€™～￥…\u200b\u3000▲◆■□●◎♀♂"
 
 
@@ -98,7 +99,27 @@ def run_recipe(
         log_dir=log_dir,
         spike_factor=spike_factor,
     )
-    return Trainer(model, data, Seq2SeqCollator(tokenizer, max_source_len, 48), cfg).fit()
+    return Trainer(model, data, Seq2SeqCollator(tokenizer, max_source_len, TARGET_LEN), cfg).fit()
+
+
+def frequency_loss(tokenizer, data: Sequence[Example], target_len: int | None = None) -> float:
+    """The loss of a model that ignores its input: the cross-entropy of the targets' tokens under their own
+    frequencies (every position of every title predicted by how often each token occurs in the titles).
+
+    A run whose loss settles here has learned nothing from the articles, nor from the title so far: its output is
+    one fixed distribution, and at the best fixed distribution the per-example gradients cancel on average -- so
+    its total gradient norm is small. A small gradient there means stuck, not healthy (notebook 06's broken run)."""
+    import collections
+    import math
+
+    from labkit.text.tasks import Seq2SeqCollator
+
+    collate = Seq2SeqCollator(tokenizer, None, target_len or TARGET_LEN)
+    counts: collections.Counter = collections.Counter()
+    for i in range(0, len(data), 64):  # the trainer's collator, its labels (-100 marks padding)
+        counts.update(int(t) for t in collate(list(data[i : i + 64]))["labels"].flatten() if t != -100)
+    n = sum(counts.values())
+    return -sum(c / n * math.log(c / n) for c in counts.values())
 
 
 def hostile_steps(data: Sequence[Example], history) -> list[int]:
