@@ -63,6 +63,9 @@ _META_CHARSET = re.compile(rb"""<meta[^>]{0,200}?charset\s*=\s*["']?\s*([A-Za-z0
 
 # file signatures of formats that are never text (gzip, zip, PNG, JPEG, GIF, PDF, 7z, bzip2, xz)
 _MAGIC = (b"\x1f\x8b", b"PK\x03\x04", b"\x89PNG", b"\xff\xd8\xff", b"GIF8", b"%PDF", b"7z\xbc\xaf", b"BZh", b"\xfd7zXZ")
+# one `startswith(tuple)` answers "none of them" -- nearly every blob -- in one call (profiled: the loops were
+# 14 calls per decoded line or file)
+_BOM_PREFIXES = tuple(bom for bom, _ in _BOMS)
 
 
 def fix_code(encoding: str) -> str:
@@ -75,6 +78,8 @@ def fix_code(encoding: str) -> str:
 
 def magic_binary(data: bytes) -> str | None:
     """The binary format `data` starts with, if it is a well-known one."""
+    if not data.startswith(_MAGIC):
+        return None
     for sig in _MAGIC:
         if data.startswith(sig):
             return {b"\x1f\x8b": "gzip", b"PK\x03\x04": "zip", b"%PDF": "PDF"}.get(sig, "binary")
@@ -174,7 +179,7 @@ def sniff(sample: bytes, detector: str | None = None) -> tuple[str | None, str |
     Used once per file so that line-based readers decode each line with the
     file's encoding instead of re-detecting on every short line.
     """
-    for bom, enc in _BOMS:
+    for bom, enc in _BOMS if sample.startswith(_BOM_PREFIXES) else ():
         if sample.startswith(bom):
             return enc, None
     if magic_binary(sample):
@@ -210,7 +215,7 @@ def decode_bytes(
     that decodes strictly).  Binary is `not_text`; bytes that decode under no
     candidate are `encoding_undecodable` -- never replaced silently.
     """
-    for bom, enc in _BOMS:
+    for bom, enc in _BOMS if data.startswith(_BOM_PREFIXES) else ():
         if data.startswith(bom):
             try:
                 return Decoded(data.decode(enc), enc, [fix_code(enc)])

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-import lxml.html
+from lxml import etree
 
 # elements that are never article text
 DROP_TAGS = (
@@ -57,7 +57,29 @@ _MAIN_HINT = re.compile(r"main|post|text", re.I)
 _LOOKS_LIKE_MARKUP = re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>]{0,2000})?/?>|<!--")
 _SITE_SUFFIX = re.compile(r"\s+[-|｜_]\s+|_(?=[^_]{2,12}$)")
 _XML_INCOMPATIBLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
-_PARSER = lxml.html.HTMLParser(encoding="utf-8", remove_comments=True, remove_pis=True)
+# lxml.etree's HTML parser, not lxml.html's: the same libxml2 tree without lxml.html's element-class lookup, a
+# Python call for every element the code touches (profiled: ~45k calls, 7% of the cleaning CPU on a 5k dump).
+# The two lxml.html methods used are below, as lxml.html defines them.
+_PARSER = etree.HTMLParser(encoding="utf-8", remove_comments=True, remove_pis=True)
+_text_content = etree.XPath("string()", smart_strings=False)  # lxml.html's HtmlElement.text_content()
+
+
+def _first(root, tag: str):
+    """`root.find(".//tag")`: its first descendant `tag`, else None (lxml's ElementPath find costs ~2x more)."""
+    return next(root.iterdescendants(tag), None)
+
+
+def _drop_tree(el) -> None:
+    """lxml.html's HtmlElement.drop_tree(): remove `el` and its children; its tail joins the previous element or parent."""
+    parent = el.getparent()
+    assert parent is not None
+    if el.tail:
+        previous = el.getprevious()
+        if previous is None:
+            parent.text = (parent.text or "") + el.tail
+        else:
+            previous.tail = (previous.tail or "") + el.tail
+    parent.remove(el)
 
 
 @dataclass
@@ -77,40 +99,43 @@ def _parse(text: str):
     # first; this is the last line of defence), and str input with an XML encoding
     # declaration: hand it clean UTF-8 bytes
     text = _XML_INCOMPATIBLE.sub("", text)
-    return lxml.html.document_fromstring(text.encode("utf-8"), parser=_PARSER)
+    root = etree.fromstring(text.encode("utf-8"), _PARSER)
+    if root is None:  # what lxml.html.document_fromstring raises
+        raise etree.ParserError("Document is empty")
+    return root
 
 
 def _text(el) -> str:
     for sub in el.iter():
         if isinstance(sub.tag, str) and sub.tag.lower() in _BLOCK:
             sub.tail = "\n" + (sub.tail or "")
-    return el.text_content()
+    return _text_content(el)
 
 
 def _drop_furniture(root) -> set[str]:
     dropped = set()
     for el in list(root.iter(*DROP_TAGS)):
         dropped.add(el.tag.lower())
-        el.drop_tree()
+        _drop_tree(el)
     return dropped
 
 
 def _main_element(root):
     """The article container: <article>, else the largest article/content-named block,
     else a main-ish block, else <body> (a site's <div class="main"> also holds the dateline)."""
-    found = root.find(".//article")
+    found = _first(root, "article")
     if found is not None:
         return found
     for hint in (_BODY_HINT, _MAIN_HINT):
         best, best_len = None, 0
         for el in root.iter("div", "section", "main"):
             if hint.search(f"{el.get('id', '')} {el.get('class', '')}"):
-                n = len(el.text_content())
+                n = len(_text_content(el))
                 if n > best_len:
                     best, best_len = el, n
         if best is not None:
             return best
-    body = root.find(".//body")
+    body = _first(root, "body")
     return body if body is not None else root
 
 
@@ -119,20 +144,20 @@ def extract_article(html: str) -> Extracted:
     root = _parse(html)
     dropped = _drop_furniture(root)
     title = None
-    h1 = root.find(".//h1")
-    if h1 is not None and h1.text_content().strip():
-        title = h1.text_content()
+    h1 = _first(root, "h1")
+    if h1 is not None and _text_content(h1).strip():
+        title = _text_content(h1)
     else:
-        t = root.find(".//title")
-        if t is not None and t.text_content().strip():
+        t = _first(root, "title")
+        if t is not None and _text_content(t).strip():
             # "<title>标题 - 某某新闻网</title>": keep the headline, drop the site name
-            title = _SITE_SUFFIX.split(t.text_content().strip())[0]
-    head = root.find(".//head")
+            title = _SITE_SUFFIX.split(_text_content(t).strip())[0]
+    head = _first(root, "head")
     if head is not None:
-        head.drop_tree()
+        _drop_tree(head)
     main = _main_element(root)
     for h in list(main.iter("h1")):  # the title is not part of the body
-        h.drop_tree()
+        _drop_tree(h)
     return Extracted(title, _text(main), dropped)
 
 
@@ -142,7 +167,7 @@ def strip_markup(fragment: str) -> tuple[str, set[str], bool]:
     Returns (text, dropped tags, whether other markup than the dropped elements was there)."""
     root = _parse(f"<html><body><div>{fragment}</div></body></html>")
     dropped = _drop_furniture(root)
-    body = root.find(".//body")
+    body = _first(root, "body")
     body = body if body is not None else root
     other = sum(1 for el in body.iter() if isinstance(el.tag, str)) > 2  # more than <body><div>
     return _text(body), dropped, other
