@@ -8,7 +8,16 @@ import random
 import numpy as np
 import pytest
 
-from labkit.cleaning.dedup import BANDS, BUCKET_CAP, Deduper, _folded_codepoints, fold_for_signature, jaccard, signature
+from labkit.cleaning.dedup import (
+    BANDS,
+    BUCKET_CAP,
+    Deduper,
+    _folded_codepoints,
+    fold_for_signature,
+    jaccard,
+    signature,
+    signatures,
+)
 from labkit.cleaning.readers import RawRecord
 from labkit.cleaning.validate import clean_record
 from labkit.corpus import generate
@@ -39,6 +48,25 @@ def test_fold_is_for_the_signature_only():
         "a", "常州报告支原体肺炎病例增加", "据常州市疾控中心消息，常州一周内报告病例2947例，比上周增加33.6%。" * 2
     )
     assert "，" in out.body and "," not in out.body  # the kept text keeps its CJK punctuation
+
+
+def test_signatures_in_batches_are_the_per_record_values():
+    """`signatures` signs a batch together (the records' shingles side by side in one block); the values must be
+    each record's own -- no k-gram across two records, a long record in pieces, an empty body signing its title --
+    and the ones the per-record code computed before batching (the digest below is of those)."""
+    import hashlib
+
+    pairs = [(a.title, a.body) for a in generate(60, seed=4)]
+    pairs += [("", ""), ("标题", ""), ("标题", "短文"), ("t", "\u3000 \n\t"), ("t", "页" * 9000 + "文" * 5000)]
+    pairs += [("t", "a😀b\ud800c，。" * 40)]
+    one_by_one = [signature(t, b) for t, b in pairs]
+    for size in (2, 7, 64, len(pairs)):
+        assert [s for i in range(0, len(pairs), size) for s in signatures(pairs[i : i + size])] == one_by_one, size
+    digest = hashlib.sha256()
+    for s in signatures(pairs[:7]) + signatures(pairs[7:]):
+        digest.update(s.exact + s.minhash + b"".join(k.to_bytes(8, "little") for k in s.bands))
+    assert digest.hexdigest()[:16] == "edfb8efea70ccbaf"
+    assert signatures([]) == []
 
 
 def test_reprinted_copy_with_half_width_punctuation_spaces_and_footer_is_a_duplicate():

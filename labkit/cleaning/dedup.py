@@ -53,8 +53,8 @@ _BAND_SALT = _rng.integers(0, 1 << 63, BANDS, dtype=np.uint64)
 _U32 = np.uint32
 MAX_SIGNED_CHARS = 100_000  # near-duplicate signatures look at a body's first 100k characters
 _CHUNK = 4096  # shingles per (perm x shingle) block
-_BUF = np.empty((_CHUNK, NUM_PERM), dtype=np.uint32)  # reused by `signature` (one per process)
-_AT, _BT = _A.ravel().copy(), _B.ravel().copy()  # the same rows as 1-d vectors
+_BUF = np.empty((NUM_PERM, _CHUNK), dtype=np.uint32)  # reused by `signatures` (one per process)
+_BACK = np.arange(1, SHINGLE)  # a record's last k-1 shingle starts, counted back from its end
 
 
 def _fold_table() -> dict[int, str | None]:
@@ -126,52 +126,92 @@ def _folded_codepoints(text: str) -> np.ndarray:
     return folded[folded != 0]
 
 
-def shingle_hashes(cps: np.ndarray, k: int = SHINGLE, distinct: bool = True) -> np.ndarray:
-    """Mixed 32-bit hashes of every k-gram of code points (deterministic across processes);
-    distinct unless `distinct=False` (the minimum over them is the same either way)."""
-    if len(cps) < k:
-        cps = np.pad(cps, (0, k - len(cps)))
-    n = len(cps) - k + 1
-    h = cps[:n].copy()
-    for j in range(1, k):  # polynomial hash mod 2^32
+def _shingle_hashes(cps: list[np.ndarray]) -> tuple[np.ndarray, list[int]]:
+    """Mixed 32-bit hashes of every k-gram of each record's code points (a record shorter than k is padded
+    with zeros to one k-gram), all records' concatenated, and how many each record has."""
+    cps = [c if len(c) >= SHINGLE else np.pad(c, (0, SHINGLE - len(c))) for c in cps]
+    lens = [len(c) for c in cps]
+    cat = np.concatenate(cps) if len(cps) > 1 else cps[0]
+    n = len(cat) - SHINGLE + 1
+    h = cat[:n].copy()
+    for j in range(1, SHINGLE):  # polynomial hash mod 2^32
         h *= _U32(1_000_003)
-        h += cps[j : n + j]
-    if distinct or n > _CHUNK:
-        h = np.unique(h)  # a set: repeated shingles (pagination loops) cost once
+        h += cat[j : n + j]
+    if len(cps) > 1:  # drop the k-grams that straddle two records
+        ends = np.cumsum(lens[:-1])
+        keep = np.ones(n, dtype=bool)
+        keep[(ends[:, None] - _BACK).ravel()] = False
+        h = h[keep]
     h ^= h >> _U32(16)  # murmur3 fmix32: the polynomial hash is linear, the rows below are too
     h *= _U32(0x85EBCA6B)
     h ^= h >> _U32(13)
     h *= _U32(0xC2B2AE35)
     h ^= h >> _U32(16)
-    return h
+    return h, [m - SHINGLE + 1 for m in lens]
+
+
+def _block(hashes: np.ndarray) -> np.ndarray:
+    """The (perm x shingle) values a*x + b (mod 2^32) of up to _CHUNK shingle hashes, in the reused buffer."""
+    block = _BUF[:, : len(hashes)]
+    np.multiply(_A, hashes, out=block)
+    block += _B
+    return block
+
+
+def _minhashes(hashes: np.ndarray, counts: list[int]) -> np.ndarray:
+    """(records x NUM_PERM) minima: consecutive records whose shingles fit one block share it (one
+    `minimum.reduceat` along its rows); a record with more shingles is reduced alone, block by block,
+    after `np.unique` (pagination loops repeat shingles; the minimum is the same)."""
+    out = np.empty((len(counts), NUM_PERM), dtype=np.uint32)
+    i, at = 0, 0
+    while i < len(counts):
+        j, size = i + 1, counts[i]
+        while j < len(counts) and size + counts[j] <= _CHUNK:
+            size += counts[j]
+            j += 1
+        part = hashes[at : at + size]
+        if size > _CHUNK:
+            part = np.unique(part)
+            low = _block(part[:_CHUNK]).min(axis=1)
+            for start in range(_CHUNK, len(part), _CHUNK):
+                np.minimum(low, _block(part[start : start + _CHUNK]).min(axis=1), out=low)
+            out[i] = low
+        else:
+            offsets = np.cumsum([0, *counts[i : j - 1]])
+            out[i:j] = np.minimum.reduceat(_block(part), offsets, axis=1).T
+        i, at = j, at + size
+    return out
 
 
 def band_keys(mins: np.ndarray) -> tuple[int, ...]:
     """BANDS 64-bit keys of a signature's first BANDS*ROWS rows."""
-    rows = mins[: BANDS * ROWS].astype(np.uint64).reshape(BANDS, ROWS)
-    return tuple(((rows * _BAND_MUL).sum(axis=1, dtype=np.uint64) + _BAND_SALT).tolist())
+    return _band_keys(mins[None, :])[0]
+
+
+def _band_keys(mins: np.ndarray) -> list[tuple[int, ...]]:
+    rows = mins[:, : BANDS * ROWS].astype(np.uint64).reshape(len(mins), BANDS, ROWS)
+    return [tuple(k) for k in ((rows * _BAND_MUL).sum(axis=2, dtype=np.uint64) + _BAND_SALT).tolist()]
+
+
+def signatures(records: list[tuple[str, str]]) -> list[Signature]:
+    """`signature(title, body)` of each record, computed together (the same values): for a body of a few
+    hundred characters numpy's per-call overhead, not arithmetic, was most of a signature's cost (profiled),
+    and a batch pays it once. The (perm x shingle) block has the records' shingles along its rows, so
+    the multiply, the add and the per-record minima run over long contiguous rows."""
+    if not records:
+        return []
+    exact, cps = [], []
+    for title, body in records:
+        exact.append(hashlib.blake2b(f"{title}\n{body}".encode("utf-8", "surrogatepass"), digest_size=16).digest())
+        c = _folded_codepoints(body[:MAX_SIGNED_CHARS])
+        cps.append(c if len(c) else _folded_codepoints(title))
+    mins = _minhashes(*_shingle_hashes(cps)).astype("<u4", copy=False)
+    return [Signature(e, m.tobytes(), k) for e, m, k in zip(exact, mins, _band_keys(mins))]
 
 
 def signature(title: str, body: str) -> Signature:
     """Exact digest of title+body, the MinHash of the folded body's character shingles, band keys."""
-    exact = hashlib.blake2b(f"{title}\n{body}".encode("utf-8", "surrogatepass"), digest_size=16).digest()
-    cps = _folded_codepoints(body[:MAX_SIGNED_CHARS])
-    if not len(cps):
-        cps = _folded_codepoints(title)
-    # np.unique (a sort) only where repeats can matter: the median body is ~300 shingles, for
-    # which numpy's per-call overhead and temporaries, not arithmetic, are the cost (profiled);
-    # the (shingle x perm) block is laid out so that the min runs down contiguous rows (SIMD)
-    sh = shingle_hashes(cps, distinct=False)
-    mins = None
-    for start in range(0, len(sh), _CHUNK):  # chunks keep the block small; one reused buffer
-        part = sh[start : start + _CHUNK]
-        m = _BUF[: len(part)]
-        np.multiply(part[:, None], _AT, out=m)
-        m += _BT
-        low = m.min(axis=0)
-        mins = low if mins is None else np.minimum(mins, low, out=mins)
-    mins = mins.astype("<u4", copy=False)
-    return Signature(exact, mins.tobytes(), band_keys(mins))
+    return signatures([(title, body)])[0]
 
 
 def jaccard(a: bytes, b: bytes) -> float:

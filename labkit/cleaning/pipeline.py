@@ -13,10 +13,10 @@ last (`labkit.atomic.publish`): an interrupted run leaves no file that looks com
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pickle
-import tempfile
 import time
 from collections import Counter
 from dataclasses import asdict
@@ -25,11 +25,10 @@ from typing import Iterable, Iterator
 
 from labkit.atomic import publish, remove_stale
 from labkit.cli_errors import RunFailed
-from labkit.cleaning.dedup import Deduper, signature
+from labkit.cleaning.dedup import Deduper, Signature, signatures
 from labkit.cleaning.readers import EXTENSIONS, iter_files, read_file
 from labkit.cleaning.rows import KeptRow, reject_line
 from labkit.cleaning.validate import Limits, Outcome, clean_record
-from labkit.procs import worker_start_method
 from labkit.progress import Progress
 
 
@@ -38,9 +37,14 @@ class WorkerDied(RunFailed):
 
 
 SPOOL_BYTES = 4 << 20  # files bigger than this hand their results back through a temp file
+# records held while their valid ones are signed together (`dedup.signatures`: numpy's per-call cost is paid
+# per batch); a batch also ends at SIGN_BATCH_CHARS of body text, so what it holds stays a small multiple of the
+# largest record, as without batching
+SIGN_BATCH = 64
+SIGN_BATCH_CHARS = 1 << 20
 
 
-def process_file(path: Path, rel: str, limits: Limits) -> Iterator[tuple[Outcome, object]]:
+def _outcomes(path: Path, rel: str, limits: Limits) -> Iterator[Outcome]:
     for raw in read_file(path, rel):
         try:
             out = clean_record(raw, limits)
@@ -56,22 +60,53 @@ def process_file(path: Path, rel: str, limits: Limits) -> Iterator[tuple[Outcome
                 raw.original,
                 raw.raw_b64,
             )
-        sig = signature(out.title or "", out.body or "") if out.reason is None else None
-        yield out, sig
+        yield out
 
 
-def _rows(path: Path, rel: str, limits: Limits) -> Iterator[tuple]:
-    """`process_file`'s results as the parent needs them: (reason, id, signature, fixes, payload).
+def _signed(items: Iterable) -> Iterator[tuple]:
+    """(item, its signature) in order: an Outcome's signature when it is valid, else None (rejects, and any
+    other item passed through, such as the end-of-file marks of `_results`). Items come out a batch at a
+    time, once the batch's valid records are signed."""
+    held: list = []
+    valid: list[tuple[str, str]] = []
+    chars = 0
+    for item in items:
+        held.append(item)
+        if isinstance(item, Outcome) and item.reason is None:
+            valid.append((item.title or "", item.body or ""))
+            chars += len(valid[-1][1])
+        if len(held) >= SIGN_BATCH or chars >= SIGN_BATCH_CHARS:
+            yield from _pair(held, signatures(valid))
+            held, valid, chars = [], [], 0
+    yield from _pair(held, signatures(valid))
+
+
+def _pair(held: list, sigs: list[Signature]) -> Iterator[tuple]:
+    it = iter(sigs)
+    for item in held:
+        yield item, (next(it) if isinstance(item, Outcome) and item.reason is None else None)
+
+
+def process_file(path: Path, rel: str, limits: Limits) -> Iterator[tuple[Outcome, Signature | None]]:
+    """Every record of one file: (outcome, signature of a valid record, else None)."""
+    return _signed(_outcomes(path, rel, limits))
+
+
+def _row(rec: Outcome, sig: Signature | None) -> tuple:
+    """A record as the parent needs it: (reason, id, signature, fixes, payload).
 
     The workers serialise (`labkit.cleaning.rows`): a reject's payload is its finished line (bytes), a
     valid record's its `KeptRow`, which makes its clean row or, should the parent's in-order decision
     say so, its duplicate row.  The parent then only decides, counts and writes bytes -- no Outcome
     objects and no text travel twice."""
+    if rec.reason is None:
+        return None, rec.id, sig, rec.fixes, KeptRow.of(rec)
+    return rec.reason, rec.id, None, None, reject_line(rec)
+
+
+def _rows(path: Path, rel: str, limits: Limits) -> Iterator[tuple]:
     for rec, sig in process_file(path, rel, limits):
-        if rec.reason is None:
-            yield None, rec.id, sig, rec.fixes, KeptRow.of(rec)
-        else:
-            yield rec.reason, rec.id, None, None, reject_line(rec)
+        yield _row(rec, sig)
 
 
 def _task(args: tuple[str, str, Limits, str, int]) -> tuple[str, object]:
@@ -84,6 +119,8 @@ def _task(args: tuple[str, str, Limits, str, int]) -> tuple[str, object]:
         big = False
     if not big:
         return "mem", list(_rows(p, rel, limits))
+    import tempfile
+
     fd, tmp = tempfile.mkstemp(suffix=".pkl", dir=spool_dir)
     with os.fdopen(fd, "wb") as f:
         for item in _rows(p, rel, limits):
@@ -106,17 +143,30 @@ def _unspool(kind: str, payload) -> Iterator[tuple]:
         os.unlink(payload)
 
 
+_FILE_END = object()  # `_results`: the records before it end a file
+
+
 def _results(files: list[tuple[Path, str]], limits: Limits, workers: int, spool_dir: str, file_done=None):
     """Every record's row, in input order; `file_done()` is called after each file's last row."""
     file_done = file_done or (lambda: None)
-    if workers <= 1:
-        for path, rel in files:
-            yield from _rows(path, rel, limits)
-            file_done()
+    if workers <= 1:  # signing batches run across files: most files hold one record
+
+        def marked():
+            for path, rel in files:
+                yield from _outcomes(path, rel, limits)
+                yield _FILE_END
+
+        for rec, sig in _signed(marked()):
+            if rec is _FILE_END:
+                file_done()
+            else:
+                yield _row(rec, sig)
         return
     import multiprocessing as mp
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
+
+    from labkit.procs import worker_start_method
 
     # the threshold travels with each task: workers start from a fresh interpreter, not a copy of this one
     tasks = [(str(p), rel, limits, spool_dir, SPOOL_BYTES) for p, rel in files]
@@ -189,10 +239,16 @@ def clean_paths(
         bar.update(1, records=n_clean + n_rej, clean=n_clean)
 
     remove_stale(out, ".spool-")  # a killed run's spooled results
+    if workers > 1:  # only workers spool; one process needs no spool folder (tempfile, labkit.procs: imported lazily)
+        import tempfile
+
+        spooling = tempfile.TemporaryDirectory(dir=out, prefix=f".spool-{os.getpid()}-")
+    else:
+        spooling = contextlib.nullcontext("")
     with (
         publish(out / "clean.jsonl", out / "rejects.jsonl", out / "report.json") as (clean_to, rejects_to, report_to),
         bar,
-        tempfile.TemporaryDirectory(dir=out, prefix=f".spool-{os.getpid()}-") as spool,
+        spooling as spool,
         open(clean_to, "wb", buffering=1 << 20) as fc,
         open(rejects_to, "wb", buffering=1 << 20) as fr,
     ):
