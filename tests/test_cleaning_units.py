@@ -96,6 +96,54 @@ def test_controls_and_whitespace():
     assert normalize_body("　　第一段  文字\n\n\n  第二段\t\t文字  ") == "第一段 文字\n第二段 文字"
 
 
+def _random_texts(n: int, seed: int) -> list[str]:
+    """Texts built from what the whole-text checks must treat as the per-line code did: every kind of whitespace
+    (line breaks, CR, tabs, U+3000, NBSP, U+2028, U+0085), NFD accents, CJK and Latin, footer phrases with
+    re.I's variant letters (İ, ı), sentence ends, code."""
+    import random
+
+    rng = random.Random(seed)
+    pieces = [" ", "  ", "\t", "\u3000", "\u00a0", "\n", "\n\n", "\r", "\u2028", "\x85", "\x0b", "e\u0301", "é"]
+    pieces += [
+        "中文",
+        "新闻。",
+        "abc",
+        "ICP备",
+        "İCP備",
+        "ıcp备",
+        "COPYRIGHT",
+        "(C) 2024",
+        "(c)\n2024",
+        "©",
+        "责任编辑：王",
+    ]
+    pieces += ["來源：新华社", "来源:", "var x = 1;", "}) ", "编辑:", "All rights reserved", ZH[:30]]
+    return ["".join(rng.choice(pieces) for _ in range(rng.randrange(0, 14))) for _ in range(n)]
+
+
+def test_whole_text_checks_decide_as_the_per_line_code():
+    """The whitespace check and drop_furniture's first look run over whole texts, and the re.I footer pattern
+    starts with a look-ahead (all three profiled as faster); they must answer exactly what the per-line
+    definitions below do."""
+    import re
+    import unicodedata
+
+    from labkit.cleaning import repair
+
+    messy_line = re.compile(r"^\s|\s$|\s\s|[^\S ]")
+    cased = re.compile(repair._CASED_ALTERNATIVES, re.I)
+    for text in _random_texts(4000, seed=1):
+        per_line = any(
+            ln and not (unicodedata.is_normalized("NFC", ln) and not messy_line.search(ln)) for ln in text.split("\n")
+        )
+        assert repair.messy_lines(text) == per_line, repr(text)
+        body = normalize_body(text)
+        assert drop_furniture(body) == repair._drop_furniture_lines(body), repr(body)
+        for cut in (0, 3):
+            a, b = repair._FURN_CASED.search(text, cut), cased.search(text, cut)
+            assert (a and a.span()) == (b and b.span()), repr(text)
+
+
 def test_boilerplate_lines_and_trailing_clauses_are_removed():
     body = f"{ZH}责任编辑：张三\n点击查看更多精彩内容\n版权所有 © 2024 某某网\n{ZH2}\nvar _hmt = _hmt || [];"
     out, fixes = drop_furniture(body)

@@ -78,12 +78,15 @@ BOILERPLATE = re.compile(  # the definition; drop_furniture runs the equivalent 
 # re.I disables sre's first-character scan, so the uncased (CJK) phrases go in a case-sensitive
 # pattern whose alternatives all start with a literal -- sre then only tries them where such a
 # character occurs -- and only the few cased ones (Copyright, ICP备...) stay re.I.  `_furniture_at`
-# returns the start BOILERPLATE.search would (the leftmost of the two).
+# returns the start BOILERPLATE.search would (the leftmost of the two).  The re.I one starts with a
+# look-ahead for the characters its phrases can start with (re.I's own variants included: ı, İ), which sre
+# tests at each position before trying the alternatives: ~2x faster, the same matches.
 _CASED = [p for p in _PHRASES if any(c.lower() != c.upper() for c in p)]
 _FURN_PLAIN = re.compile(
     "|".join(re.escape(p) for p in _PHRASES if p not in _CASED) + r"|©|来源[:：]\S{0,12}$|來源[:：]\S{0,12}$"
 )
-_FURN_CASED = re.compile("|".join(re.escape(p) for p in _CASED) + r"|Copyright|All Rights Reserved|\(c\)\s*\d{4}", re.I)
+_CASED_ALTERNATIVES = "|".join(re.escape(p) for p in _CASED) + r"|Copyright|All Rights Reserved|\(c\)\s*\d{4}"
+_FURN_CASED = re.compile(f"(?=[ica(])(?:{_CASED_ALTERNATIVES})", re.I)
 
 
 def _furniture_at(line: str, cut: int) -> int | None:
@@ -113,6 +116,8 @@ def repair_mojibake(text: str) -> tuple[str, bool]:
 
 def strip_controls(text: str) -> tuple[str, bool]:
     """Drop control/zero-width characters and unify line breaks; returns (text, changed)."""
+    if not _CONTROL.search(text) and "\u2028" not in text and "\u2029" not in text:
+        return text, False  # one scan instead of six for the usual text (\r is one of _CONTROL's)
     out = text.replace("\r\n", "\n").replace("\r", "\n").replace("\u2028", "\n").replace("\u2029", "\n")
     out = _CONTROL.sub("", out)
     return out, out != text.replace("\r\n", "\n")
@@ -130,13 +135,23 @@ def normalize_body(text: str) -> str:
     return "\n".join(ln for ln in lines if ln)
 
 
-_MESSY_WS = re.compile(r"^\s|\s$|\s\s|[^\S ]")
+_ODD_SPACE = re.compile(r"[^\S\n ]")  # whitespace that is neither a space nor a line break
 
 
-def is_normalized_line(line: str) -> bool:
-    """`normalize_title(line) == line`, without building the normalised copy: NFC already and its
-    only whitespace single spaces inside the line (normalize_title changes exactly those)."""
-    return unicodedata.is_normalized("NFC", line) and not _MESSY_WS.search(line)
+def messy_lines(text: str) -> bool:
+    """Some line of `text` is not what `normalize_title` makes of it: not NFC, or whitespace other than single
+    spaces inside the line.  Whole-text checks, no loop over lines (profiled: 3x faster): NFC holds for a text
+    exactly when it holds for each line (a line break is a starter that composes with nothing), and a line's
+    messy space is an odd one, or a space at a line's start or end, or next to another."""
+    return (
+        not unicodedata.is_normalized("NFC", text)
+        or _ODD_SPACE.search(text) is not None
+        or text.startswith(" ")
+        or text.endswith(" ")
+        or "  " in text
+        or "\n " in text
+        or " \n" in text
+    )
 
 
 def is_code(line: str) -> bool:
@@ -144,8 +159,23 @@ def is_code(line: str) -> bool:
     return not _CJK.search(line) and bool(_CODE_HINT.search(line))
 
 
+# drop_furniture's searches over a whole body at once (re.M: `$` at every line's end). Neither matching means
+# no line holds furniture and every line holds Chinese, so none is code either: most bodies, left as they are
+# without the per-line loop (profiled: its searches were half of drop_furniture).
+# (Kept apart: one alternation of both would lose the plain one's literal-prefix scan, 5x slower.)
+_BODY_FURN_PLAIN = re.compile(_FURN_PLAIN.pattern, re.M)
+_BODY_FURN_CASED = re.compile(_FURN_CASED.pattern, re.I | re.M)
+_LINE_WITHOUT_CJK = re.compile(r"^[^\u3400-\u9fff\uf900-\ufaff\n]*$", re.M)
+
+
 def drop_furniture(body: str) -> tuple[str, list[str]]:
     """Remove boilerplate and code lines from a normalised body; returns (body, fix codes)."""
+    if not (_BODY_FURN_PLAIN.search(body) or _BODY_FURN_CASED.search(body) or _LINE_WITHOUT_CJK.search(body)):
+        return body, []
+    return _drop_furniture_lines(body)
+
+
+def _drop_furniture_lines(body: str) -> tuple[str, list[str]]:
     kept, fixes = [], set()
     for line in body.split("\n"):
         # furniture is a short line or a short clause at a line's end: only the tail can hold it

@@ -19,7 +19,7 @@ from labkit.cleaning.readers import RawRecord
 from labkit.cleaning.repair import (
     drop_furniture,
     has_damage,
-    is_normalized_line,
+    messy_lines,
     normalize_body,
     normalize_title,
     repair_mojibake,
@@ -58,10 +58,11 @@ class Outcome:
 
 def _messy_whitespace(text: str, count_blank_lines: bool) -> bool:
     """Indentation, trailing or doubled spaces, tabs -- and blank lines, unless markup removal made them."""
-    lines = text.strip("\r\n").split("\n")  # keep the first line's indentation: it is the dirt
-    if any(ln and not is_normalized_line(ln) for ln in lines):
+    text = text.strip("\r\n")  # keep the first line's indentation: it is the dirt
+    if messy_lines(text):
         return True
-    return count_blank_lines and any(not ln.strip() for ln in lines)
+    # a whitespace-only line is messy already: what is left of a blank line is an empty one
+    return count_blank_lines and (not text or "\n\n" in text)
 
 
 def _plain(text: str, fixes: set[str]) -> str:
