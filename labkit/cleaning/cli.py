@@ -10,8 +10,10 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
 
 from labkit.cli_errors import UsageError, existing_path, nonneg_int, positive_float, positive_int, writable_dir
+from labkit.threads import THREAD_VARS
 
 ENGINES = ("local", "datatrove")  # datatrove rather than Ray Data: docs/decisions.md
 
@@ -71,6 +73,10 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # before numpy loads: cleaning never calls BLAS, and OpenBLAS's idle pool thread spins for a while after
+    # start-up, taking a core the run (or a neighbour) needs on a shared machine; worker processes inherit it
+    for var in THREAD_VARS:
+        os.environ.setdefault(var, "1")
     from labkit.cleaning.pipeline import clean_paths
     from labkit.cleaning.readers import InputError
     from labkit.progress import progress_mode

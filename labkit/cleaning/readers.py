@@ -62,10 +62,17 @@ def iter_files(inputs: list[str | os.PathLike]) -> Iterator[tuple[Path, str]]:
     for given in inputs:
         p = Path(given)
         if p.is_dir():
-            # one global order by relative path, the order `duplicate` decisions follow
-            found = [Path(root) / name for root, _dirs, files in os.walk(p) for name in files]
-            for rel, full in sorted((f.relative_to(p).as_posix(), f) for f in found):
-                yield full, rel
+            # one global order by relative path, the order `duplicate` decisions follow; relative names are cut
+            # from the walked strings, one Path per file (Path joins and relative_to were most of the planning)
+            top = str(p)
+            cut = len(os.path.join(top, ""))
+            found = sorted(
+                (full[cut:].replace(os.sep, "/"), full)
+                for root, _dirs, files in os.walk(top)
+                for full in (os.path.join(root, name) for name in files)
+            )
+            for rel, full in found:
+                yield Path(full), rel
         elif p.is_file():
             yield p, p.name
         elif p.exists():

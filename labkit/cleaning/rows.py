@@ -18,6 +18,7 @@ from labkit.cleaning.validate import Outcome
 
 _JSON = json.JSONEncoder(ensure_ascii=False).encode  # what json.dumps(x, ensure_ascii=False) returns
 _JSON_ASCII = json.JSONEncoder(ensure_ascii=True).encode
+_STR = json.encoder.encode_basestring  # _JSON of a str
 EOL = os.linesep.encode("ascii")
 
 
@@ -58,10 +59,17 @@ class KeptRow:
 
     @classmethod
     def of(cls, rec: Outcome) -> KeptRow:
-        vals = (rec.id, rec.title, rec.body, rec.source, rec.fixes)
-        try:
-            return cls(*(_JSON(v).encode("utf-8") for v in vals), escaped=False)
+        try:  # the four texts through the C string encoder _JSON itself calls for a str, without its dispatch
+            return cls(
+                _STR(rec.id).encode("utf-8"),
+                _STR(rec.title).encode("utf-8"),
+                _STR(rec.body).encode("utf-8"),
+                _STR(rec.source).encode("utf-8"),
+                _JSON(rec.fixes).encode("utf-8"),
+                escaped=False,
+            )
         except UnicodeEncodeError:
+            vals = (rec.id, rec.title, rec.body, rec.source, rec.fixes)
             return cls(*(_JSON_ASCII(v).encode("ascii") for v in vals), escaped=True)
 
     def clean_line(self) -> bytes:
