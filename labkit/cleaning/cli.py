@@ -69,7 +69,7 @@ def register(subparsers) -> None:
         "on stdout every SECONDS (default 10)",
     )
     p.add_argument("--quiet", action="store_true", help="no progress and no summary on stdout")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, freeze_at_exit=True)  # its outputs are closed (and renamed) before run returns
 
 
 def run(args: argparse.Namespace) -> int:
