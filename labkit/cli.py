@@ -127,6 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    args.program = program  # a command may act on it (`labkit clean` freezes the gc once its imports are done)
     try:
         rc = args.func(args)
     except UsageError as exc:  # bad arguments or input: one line, exit 2
