@@ -149,18 +149,9 @@ def code_strings(source: str) -> tuple[list[str], list[str]]:
     tree = _parse(source)
     if tree is None:
         return [], []
-    names, shown = _claim_names(tree), _displayed(tree)
-    readable, claims = [], []
-    for node in _literals(tree):
-        seg = ast.get_source_segment(source, node)
-        if seg is None:
-            continue
-        if id(node) in names:
-            claims.append(_text(node))  # an f-string name: its key holds `{}` where the values go
-            continue
-        text = _text(node)
-        if (is_prose(text) or (id(node) in shown and WORD.search(text))) and seg not in readable:
-            readable.append(seg)
+    names = _claim_names(tree)
+    claims = [_text(node) for node in _literals(tree) if id(node) in names]  # a formatted name's key holds `{}`
+    readable = list(dict.fromkeys(seg for _, _, seg in _reader_literals(source, tree)))
     return readable, claims
 
 
@@ -177,24 +168,30 @@ def _placeholders(literal: str) -> list[str] | None:
     return None
 
 
-def _reader_literals(source: str) -> list[tuple[int, int, str]]:
-    """(start, end, source segment) of each literal that is not a claim name, by position in `source`."""
-    tree = _parse(source)
+def _reader_literals(source: str, tree: ast.AST | None = None) -> list[tuple[int, int, str]]:
+    """(start, end, source segment) of each literal a reader reads, by position in `source`: prose, or a word handed
+    to something that shows it -- never a claim name.  The same text elsewhere in the cell (a column looked up by
+    the label a print also shows, a claim name) is a different literal and stays as it is."""
+    tree = tree or _parse(source)
     if tree is None:
         return []
+    lines = source.split("\n")
     starts = [0]
-    for line in source.split("\n"):
+    for line in lines:
         starts.append(starts[-1] + len(line) + 1)
-    names = _claim_names(tree)
+
+    def offset(lineno: int, col: int) -> int:  # ast's columns count UTF-8 bytes
+        return starts[lineno - 1] + len(lines[lineno - 1].encode()[:col].decode())
+
+    names, shown = _claim_names(tree), _displayed(tree)
     out = []
     for node in _literals(tree):
         if id(node) in names:
             continue
-        a = starts[node.lineno - 1] + len(source.split("\n")[node.lineno - 1].encode()[: node.col_offset].decode())
-        b = starts[node.end_lineno - 1] + len(
-            source.split("\n")[node.end_lineno - 1].encode()[: node.end_col_offset].decode()
-        )
-        out.append((a, b, source[a:b]))
+        text = _text(node)
+        if is_prose(text) or (id(node) in shown and WORD.search(text)):
+            a, b = offset(node.lineno, node.col_offset), offset(node.end_lineno, node.end_col_offset)
+            out.append((a, b, source[a:b]))
     return out
 
 
@@ -228,8 +225,8 @@ def code_comments(source: str) -> list[str]:
 
 
 def translated_code(source: str, strings: list[dict], comments: list[dict] = ()) -> str:
-    """`source` with each reader literal and comment that has a translation replaced (by position: a claim name with
-    the same text stays as it is)."""
+    """`source` with each reader literal and comment that has a translation replaced, by position: only the
+    occurrences `code_strings` reads as reader text (a claim name, or a key with a shown label's text, stays)."""
     zh = {s["en"]: s["zh"] for s in [*strings, *comments] if s.get("zh") is not None}
     spans = sorted(
         [(a, b, seg) for a, b, seg in _reader_literals(source) if seg in zh]
