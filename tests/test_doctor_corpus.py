@@ -73,14 +73,25 @@ def test_contract_is_the_doctors_codes_model_not_wrapped_included():
     assert set(corpus.CONTRACT) == set(CHECKS) and "model_not_wrapped" in CHECKS
 
 
+FIRST = [e for e in ENTRIES if e["split"] in ("dev", "heldout")]  # the first 66: dev and the held-out third
+SECOND = [e for e in ENTRIES if e["split"] == "heldout2"]  # gathered later, from other repositories
+
+
 def test_heldout_is_a_third_drawn_with_the_recorded_seed():
     import random
 
-    names = sorted(e["file"] for e in ENTRIES)
-    held = {e["file"] for e in ENTRIES if e["split"] == "heldout"}
-    assert {e["split"] for e in ENTRIES} == {"dev", "heldout"}
+    names = sorted(e["file"] for e in FIRST)
+    held = {e["file"] for e in FIRST if e["split"] == "heldout"}
+    assert {e["split"] for e in ENTRIES} == set(corpus.SPLITS) and len(FIRST) == 66
     assert len(held) == len(names) // 3
     assert held == set(random.Random(DOC["split"]["seed"]).sample(names, len(names) // 3))
+
+
+def test_the_second_heldout_set_comes_from_repositories_the_first_never_used():
+    assert len(SECOND) >= 15
+    assert not {e["repo"] for e in SECOND} & {e["repo"] for e in FIRST}
+    assert len({e["repo"] for e in SECOND}) == len(SECOND)  # one script a repository: 15 projects, not 15 files of one
+    assert {"cv", "nlp", "speech", "diffusion", "llm", "chinese"} <= {e["area"] for e in SECOND}
 
 
 def test_corpus_spans_the_areas_the_issue_names():
@@ -141,6 +152,19 @@ def test_found_missed_false_alarm_and_unknown_are_counted_apart(tmp_path):
     assert t["all"].recall == 0.5 and t["all"].scripts == 4
     only_dev, dev_totals = corpus.score("dev", root)
     assert {s.split for s in only_dev} == {"dev"} and [x.split for x in dev_totals] == ["dev"]
+    assert "heldout2" not in t  # a split without scripts gets no row
+
+
+def test_the_second_heldout_split_is_scored_on_its_own_and_in_all(tmp_path, capsys):
+    root = _corpus(tmp_path, {"h.py": (LOAD, ["unsafe_torch_load"], []), "a.py": (LOAD, [], []), "b.py": (LOAD, [], [])})
+    labels = json.loads((root / "labels.json").read_text())
+    labels["scripts"][2]["split"] = "heldout2"
+    (root / "labels.json").write_text(json.dumps(labels))
+    scores, totals = corpus.score("all", root)
+    assert [t.split for t in totals] == ["dev", "heldout", "heldout2", "all"]
+    assert corpus.main(["--corpus", str(root), "--split", "heldout2"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"^heldout2\s+1\s+0\s+0\s+100\.0%\s+1\s+20\.00\s+0\s+not met$", out, re.M), out
 
 
 def test_the_doctors_own_unknown_findings_are_no_claim(tmp_path):
