@@ -37,6 +37,10 @@ RANKISH = re.compile(
 )
 
 
+# environment variables a launcher sets to this process's rank (torchrun, SLURM, Open MPI)
+RANK_ENV = ("RANK", "LOCAL_RANK", "SLURM_PROCID", "SLURM_LOCALID", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK")
+
+
 Why = tuple[tuple[int | None, str], ...]  # evidence: (line or None, what it shows), in reading order
 
 
@@ -256,7 +260,7 @@ class ScriptFacts:
     def mentions_rank(self, node: ast.AST) -> bool:
         """Does `node` use the rank: a `*rank*` name, `get_rank()`, `os.environ["RANK"]`, a tainted variable?"""
         for sub in ast.walk(node):
-            if isinstance(sub, ast.Constant) and sub.value in ("RANK", "LOCAL_RANK", "SLURM_PROCID", "SLURM_LOCALID"):
+            if isinstance(sub, ast.Constant) and sub.value in RANK_ENV:
                 return True
             if isinstance(sub, ast.Name) and (RANKISH.search(sub.id) or sub.id in self.rank_vars):
                 return True
@@ -272,6 +276,8 @@ class ScriptFacts:
     def rank_test_reason(self, test: ast.AST) -> str | None:
         """Why `test` is a rank test (what in it names the rank, or where its guard was derived), else None."""
         for sub in ast.walk(test):
+            if isinstance(sub, ast.Constant) and sub.value in RANK_ENV:  # int(os.environ.get("RANK", 0)) == 0
+                return f"`{short(test)}` reads the rank the launcher sets ({sub.value})"
             if isinstance(sub, ast.Name):
                 if RANKISH.search(sub.id):
                     return f"`{sub.id}` names the rank"

@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 
 from labkit.doctor.ast_facts import Hit, ScriptFacts, is_const, is_simple_value, kwarg, short, strings, unparse
+from labkit.doctor.dataflow import project_helper
 
 LOCAL_RANK_FLAGS = ("--local_rank", "--local-rank")
 ENV_LOCAL_RANK = ("LOCAL_RANK", "SLURM_LOCALID", "MPI_LOCALRANKID", "OMPI_COMM_WORLD_LOCAL_RANK")
@@ -196,7 +197,7 @@ def _reads_env_local_rank(f: ScriptFacts) -> bool:
 def check_legacy_launch(f: ScriptFacts) -> list[tuple]:
     """The deprecated launcher's contract: a `--local_rank` value that decides the device or that the script
     cannot start without (`required=True`), an import of `torch.distributed.launch`, or a launch line documented
-    with it."""
+    with it (and nowhere with torchrun)."""
     hits = []
     arg = local_rank_arg(f)
     if arg is not None and arg.required:  # whatever becomes of the value, torchrun's launch stops at parse_args
@@ -234,7 +235,10 @@ def check_legacy_launch(f: ScriptFacts) -> list[tuple]:
             if any(m == "torch.distributed.launch" for m in mods):
                 hits.append((node.lineno, "imports torch.distributed.launch"))
     own_help = range(arg.call.lineno, arg.call.end_lineno + 1) if arg is not None else range(0)
-    for line, text in sorted(f.comments_and_strings()):
+    docs = sorted(f.comments_and_strings())
+    # a file that also documents torchrun offers the old launch as an alternative, not as the only way to start it
+    modern = any("torchrun" in text for _, text in docs)
+    for line, text in docs if not modern else ():
         if line in own_help:
             continue  # the argument's own help text describes the argument: see unused_local_rank_arg
         if "torch.distributed.launch" in text and not re.search(r"torchrun|instead|deprecat|legacy", text, re.I):
@@ -291,6 +295,10 @@ def _fixed_cuda(f: ScriptFacts, node: ast.AST | None, seen: int = 0) -> str | No
         if len(node.args) == 1 and not node.keywords and _fixed_cuda(f, node.args[0], seen + 1):
             return unparse(node)
         return None
+    if isinstance(node, (ast.List, ast.Tuple)):  # devices = ["cuda" if available else "cpu"]
+        return unparse(node) if node.elts and all(_fixed_cuda(f, e, seen + 1) for e in node.elts) else None
+    if isinstance(node, ast.Subscript) and isinstance(node.value, (ast.Name, ast.Attribute)):  # devices[0]
+        return _fixed_cuda(f, node.value, seen + 1)
     if isinstance(node, (ast.Name, ast.Attribute)):
         key = unparse(node)
         assigns = [
@@ -320,6 +328,33 @@ def _bare_cuda(f: ScriptFacts, call: ast.Call) -> str | None:
     return f"`.to({unparse(arg)})`" + (f" with `{fixed}" if isinstance(arg, (ast.Name, ast.Attribute)) else "")
 
 
+def _assigned(node: ast.Assign) -> set[str]:
+    """The names an assignment binds, tuples unpacked: `model, tokenizer = init_model(...)` binds `model`."""
+    out = set()
+    for t in node.targets:
+        out.update(unparse(e) for e in (t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t]))
+    return out
+
+
+def _made_elsewhere(f: ScriptFacts, ddp: ast.Call) -> ast.Call | None:
+    """`model = build_model(cfg)` where `build_model` is the project's own function in another file (detectron2's
+    `build_model` places the model on `cfg.MODEL.DEVICE`): whether it moves the model is not in this file."""
+    arg = ddp.args[0] if ddp.args else kwarg(ddp, "module")
+    if not isinstance(arg, (ast.Name, ast.Attribute)):
+        return None
+    key = unparse(arg)
+    for node in ast.walk(f.tree):
+        if (
+            isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Call)
+            and key in _assigned(node)
+            and project_helper(f, node.value)
+            and not f.call_name(node.value).split(".")[-1][:1].isupper()  # a class of the project: a plain module
+        ):
+            return node.value
+    return None
+
+
 def _model_moves(f: ScriptFacts, ddp: ast.Call) -> list[ast.Call] | None:
     """The `.to()`/`.cuda()` calls that put the wrapped model on a device before `ddp`."""
     arg = ddp.args[0] if ddp.args else kwarg(ddp, "module")
@@ -338,11 +373,7 @@ def _model_moves(f: ScriptFacts, ddp: ast.Call) -> list[ast.Call] | None:
                     keys.add(unparse(site.args[i]))
     moves = []
     for node in ast.walk(f.tree):  # model = Net(device=...) / model = build_model() whose body moves it
-        if (
-            isinstance(node, ast.Assign)
-            and isinstance(node.value, ast.Call)
-            and {unparse(t) for t in node.targets} & keys
-        ):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and _assigned(node) & keys:
             made = node.value
             if kwarg(made, "device") is not None or kwarg(made, "device_map") is not None:
                 moves.append(made)
@@ -353,7 +384,7 @@ def _model_moves(f: ScriptFacts, ddp: ast.Call) -> list[ast.Call] | None:
             continue
         recv = unparse(c.func.value)
         assigned = f.parents.get(c)
-        target_keys = {unparse(t) for t in assigned.targets} if isinstance(assigned, ast.Assign) else set()
+        target_keys = _assigned(assigned) if isinstance(assigned, ast.Assign) else set()
         if (
             recv in keys
             or recv.split(".")[-1] in keys
@@ -417,7 +448,20 @@ def check_model_not_on_device(f: ScriptFacts) -> list[tuple[int, str]]:
         has_ids = kwarg(ddp, "device_ids") is not None or len(ddp.args) > 1
         device_set, elsewhere = _device_set(f, ddp)
         bare = [b for m in moves if isinstance(m.func, ast.Attribute) for b in [_bare_cuda(f, m)] if b]
-        if not moves:
+        if not moves and (helper := _made_elsewhere(f, ddp)) is not None:
+            hits.append(
+                Hit(
+                    ddp.lineno,
+                    f"the model comes from `{unparse(helper.func)}`, which this file does not define: whether it "
+                    "is placed on this rank's GPU before DistributedDataParallel wraps it is not known here",
+                    why=(
+                        (helper.lineno, f"`{short(helper)}` makes the model: the project's own code, not in this file"),
+                        (ddp.lineno, f"`{short(ddp)}` wraps it; no `.to()`/`.cuda()` of it in this file"),
+                    ),
+                    unknown=True,
+                )
+            )
+        elif not moves:
             hits.append(
                 (
                     ddp.lineno,

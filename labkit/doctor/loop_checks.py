@@ -20,6 +20,7 @@ from labkit.doctor.ast_facts import (
     FuncDef,
     Hit,
     ScriptFacts,
+    Why,
     is_const,
     kwarg,
     launch_line,
@@ -93,6 +94,35 @@ def helper_loop(f: ScriptFacts) -> ast.Call | None:
     return None
 
 
+def compile_fit(f: ScriptFacts) -> ast.Call | None:
+    """Keras-style training (bert4torch, torchkeras): an optimizer handed to `model.compile(optimizer=...)` and the
+    same model trained by `model.fit(...)`. The library steps that optimizer with the schedule it was given (the
+    `compile` call is returned); `torch.compile(model)` takes no optimizer and is not this."""
+    flow = optimizers(f)
+    for c in f.calls_named("compile"):
+        if not isinstance(c.func, ast.Attribute) or f.dead(c):
+            continue
+        given = [kwarg(c, "optimizer"), *c.args]
+        if not any(a is not None and flow.chain(a) for a in given):
+            continue
+        model = unparse(c.func.value)
+        for fit in f.calls_named("fit"):
+            if isinstance(fit.func, ast.Attribute) and unparse(fit.func.value) == model and not f.dead(fit):
+                return c
+    return None
+
+
+def _compile_fit_evidence(f: ScriptFacts, compiled: ast.Call) -> Why:
+    flow = optimizers(f)
+    opt = next(a for a in [kwarg(compiled, "optimizer"), *compiled.args] if a is not None and flow.chain(a))
+    fit = next(x for x in f.calls_named("fit") if unparse(x.func.value) == unparse(compiled.func.value))
+    return (
+        *flow.chain(opt),
+        (compiled.lineno, f"`{short(compiled.func)}(...)` is given the optimizer"),
+        (fit.lineno, f"`{short(fit)}` trains with it: the library's loop steps it with the schedule it was given"),
+    )
+
+
 def _handed_over(f: ScriptFacts, step: ast.Call | None, concern: str) -> Hit | None:
     """The `unknown` finding where the loop's `concern` lives in code this file does not define."""
     if step is not None and deepspeed_engine(f, step):
@@ -107,6 +137,15 @@ def _handed_over(f: ScriptFacts, step: ast.Call | None, concern: str) -> Hit | N
             unknown=True,
         )
     helper = helper_loop(f) if step is None else None
+    compiled = compile_fit(f) if step is None and helper is None else None
+    if compiled is not None and concern == "gradient clipping":  # the schedule is what compile() was given; clipping
+        return Hit(  # is the library loop's own default, which this file does not show
+            compiled.lineno,
+            f"`{unparse(compiled.func.value)}.fit` steps the optimizer in the library's loop: whether it applies "
+            f"{concern} by default is not known here",
+            why=_compile_fit_evidence(f, compiled),
+            unknown=True,
+        )
     if helper is not None:
         chain = next(
             optimizers(f).chain(a) for a in helper.args + [k.value for k in helper.keywords] if optimizers(f).chain(a)
@@ -431,7 +470,8 @@ def _has_warmup(f: ScriptFacts) -> bool:
 def check_no_warmup(f: ScriptFacts) -> list[Hit]:
     """Adam's first steps use poorly estimated moments: full LR from step 0 derails transformers."""
     step = hand_loop(f)
-    if _has_warmup(f) or (step is None and helper_loop(f) is None):
+    compiled = compile_fit(f) if step is None and helper_loop(f) is None else None
+    if _has_warmup(f) or (step is None and helper_loop(f) is None and compiled is None):
         return []
     adam = [c for c in f.calls if f.call_name(c).split(".")[-1] in ADAM_FAMILY and not f.dead(c)]
     models = [c for c in f.calls if TRANSFORMERISH.search(f.call_name(c)) and not f.dead(c)] + [
@@ -442,9 +482,9 @@ def check_no_warmup(f: ScriptFacts) -> list[Hit]:
     handed = _handed_over(f, step, "learning-rate warmup")
     if handed is not None:
         return [handed]
-    line = adam[0].lineno if adam else step.lineno
+    line = adam[0].lineno if adam else (step or compiled).lineno
     why = (
-        *loop_evidence(f, step),
+        *(loop_evidence(f, step) if step is not None else _compile_fit_evidence(f, compiled)),
         *(((adam[0].lineno, f"`{short(adam[0].func)}`: an Adam-family optimizer"),) if adam else ()),
         *(((models[0].lineno, f"`{short(models[0].func)}`: a transformer"),) if models else ()),
         (None, "no warmup anywhere in the file: no `warmup` setting or schedule, no OneCycleLR/LinearLR"),

@@ -92,14 +92,55 @@ def _rank_aware_sampler(f: ScriptFacts) -> ast.Call | None:
 EVAL = re.compile(r"val|test|eval|dev", re.I)
 
 
+def _literal_keys(node: ast.AST | None) -> set[str] | None:
+    """The keys of `{"batch_size": 8, ...}` / `dict(batch_size=8, ...)` written out, or None when any is hidden."""
+    if isinstance(node, ast.Dict) and all(isinstance(k, ast.Constant) for k in node.keys):  # a `**x` key is None
+        return {k.value for k in node.keys}
+    if isinstance(node, ast.Call) and unparse(node.func) == "dict" and not node.args and not has_splat(node):
+        return {k.arg for k in node.keywords}
+    return None
+
+
+def _splat_lacks(f: ScriptFacts, call: ast.Call, keys: tuple[str, ...]) -> bool:
+    """`DataLoader(ds, **loader_params)` where every `**` is a dict written out in this file (each of its
+    assignments, item assignments `params["sampler"] = s` included) and none holds one of `keys`."""
+    for kw in call.keywords:
+        if kw.arg is not None:
+            continue
+        known = _literal_keys(kw.value)
+        if known is None and isinstance(kw.value, ast.Name):
+            assigns = [
+                a
+                for a in ast.walk(f.tree)
+                if isinstance(a, ast.Assign) and any(unparse(t) == kw.value.id for t in a.targets)
+            ]
+            found = [_literal_keys(a.value) for a in assigns]
+            if not found or any(k is None for k in found):
+                return False
+            known = set().union(*found)
+            for node in ast.walk(f.tree):  # params["sampler"] = ..., params.update(sampler=...)
+                if (
+                    isinstance(node, ast.Subscript)
+                    and isinstance(node.ctx, ast.Store)
+                    and unparse(node.value) == kw.value.id
+                ):
+                    known.add(node.slice.value if isinstance(node.slice, ast.Constant) else "?")
+                if isinstance(node, ast.Call) and unparse(node.func) == f"{kw.value.id}.update":
+                    return False
+        if known is None or "?" in known or known & set(keys):
+            return False
+    return True
+
+
 def check_no_distributed_sampler(f: ScriptFacts) -> list[Hit]:
     """Without per-rank sharding every rank trains on the whole dataset: N times the work, no speed-up."""
     if not is_ddp(f) or framework(f) != "torch":
         return []
     if f.references("DistributedSampler", "split_dataset_by_node") or rank_strided(f) or _rank_aware_sampler(f):
         return []
-    loaders = [c for c in f.calls_named("DataLoader") if not has_splat(c) and not f.dead(c)]
+    loaders = [c for c in f.calls_named("DataLoader") if not f.dead(c)]
     loaders = [c for c in loaders if kwarg(c, "sampler") is None and kwarg(c, "batch_sampler") is None]
+    loaders = [c for c in loaders if not has_splat(c) or _splat_lacks(f, c, ("sampler", "batch_sampler"))]
     loaders = [c for c in loaders if not loader_dataset_is_iterable(f, c)]
     if not loaders:
         return []
@@ -224,13 +265,42 @@ def _truncates(f: ScriptFacts, c: ast.Call) -> bool:
     return False
 
 
+def _cut_by_hand(f: ScriptFacts, c: ast.Call) -> bool:
+    """The ids the call returns are cut to a length afterwards in the same function (`if len(a_ids) > max_len:
+    a_ids = a_ids[:max_len]`, `ids = tokenizer.encode(t)[:512]`): truncation by hand."""
+
+    def cuts(node: ast.AST) -> bool:  # x[:n], x[-n:], x[a:b]: a slice that bounds the length
+        if not (isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice)):
+            return False
+        low = node.slice.lower  # x[1:] drops a token, it bounds nothing; x[-n:] keeps the last n
+        return node.slice.upper is not None or (isinstance(low, ast.UnaryOp) and isinstance(low.op, ast.USub))
+
+    parent = f.parents.get(c)
+    while isinstance(parent, ast.Subscript) and not isinstance(parent.slice, ast.Slice):  # tokenizer(t)["input_ids"]
+        parent = f.parents.get(parent)
+    if cuts(parent):
+        return True
+    held = _assigned_names(parent) if isinstance(parent, ast.Assign) else set()
+    if not held:
+        return False
+    func = f.enclosing_function(c)
+    for node in ast.walk(func or f.tree):
+        if cuts(node) and unparse(node.value) in held and f.enclosing_function(node) is func:
+            return True
+    return False
+
+
+def _assigned_names(node: ast.Assign) -> set[str]:
+    return {unparse(e) for t in node.targets for e in (t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t])}
+
+
 def check_no_truncation(f: ScriptFacts) -> list[Hit]:
     """Untruncated inputs overflow the model's max length (T5: 512) or the GPU's memory on one long text."""
     hits = []
     chunked = chunks_text(f)
     enabled = f.calls_named("enable_truncation")  # a `tokenizers` tokenizer told to truncate every call
     for c in f.calls:
-        if not _is_tokenizer_call(c) or has_splat(c) or _truncates(f, c) or enabled or f.dead(c):
+        if not _is_tokenizer_call(c) or has_splat(c) or _truncates(f, c) or enabled or f.dead(c) or _cut_by_hand(f, c):
             continue
         padding = kwarg(c, "padding")
         padded = padding is not None and not is_const(padding, False, None, "do_not_pad")
