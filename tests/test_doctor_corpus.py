@@ -1,7 +1,7 @@
 """The doctor corpus (issue #29 item 4): its integrity, and the scoring arithmetic of labkit.doctor.corpus.
 
-The recall / false-alarm line itself is tested with the doctor's improvement, not here.
-None of these tests runs the doctor on the held-out third.
+The recall / false-alarm line is tested where the scripts are materialised: on the whole corpus and on each
+held-out split (a split below the line is marked xfail with its measured figures; the line is never loosened).
 
 The scripts themselves are not in the repository: code read through the workplace's code index stays out of its
 commits, so only the labels and each script's provenance (repo, path, commit) are committed.  The checks of the
@@ -94,6 +94,39 @@ def test_the_second_heldout_set_comes_from_repositories_the_first_never_used():
     assert {"cv", "nlp", "speech", "diffusion", "llm", "chinese"} <= {e["area"] for e in SECOND}
 
 
+# ---- the line itself (issue #29): recall >= 95 % and at most 1 false alarm per 20, on the whole corpus and on
+# each held-out split. Where a split is below it, the measured figures are the mark's reason (never a looser line).
+BELOW_LINE = {
+    "heldout": "measured 93.3 % recall (28 of 30), 0.00 false alarms per 20 on 22 scripts at 22075d0: below 95 %; "
+    "the misses are unsynced_seed (007) and model_not_on_device (026)",
+    "heldout2": "measured once, at 22075d0: 90.0 % recall (27 of 30), 1.33 false alarms per 20 on 15 scripts "
+    "(as first labelled 89.7 %, 2.67; one label corrected, see the corpus README)",
+}
+
+
+@pytest.fixture(scope="module")
+def scored_corpus():
+    return {t.split: t for t in corpus.score("all")[1]}
+
+
+@needs_files
+@pytest.mark.parametrize(
+    "split",
+    [
+        pytest.param(n, marks=pytest.mark.xfail(strict=False, reason=BELOW_LINE[n])) if n in BELOW_LINE else n
+        for n in ("heldout", "heldout2", "all")
+    ],
+)
+def test_the_doctor_meets_the_line_on_the_whole_corpus_and_each_heldout_split(scored_corpus, split):
+    t = scored_corpus[split]
+    figures = (
+        f"{split}: {t.recall:.1%} recall ({t.found} of {t.labelled}), {t.false_alarms_per_20:.2f} false alarms per 20"
+    )
+    assert t.errors == 0, figures
+    assert t.recall >= corpus.RECALL_LINE, figures
+    assert t.false_alarms_per_20 <= corpus.FALSE_ALARMS_PER_20_LINE, figures
+
+
 def test_corpus_spans_the_areas_the_issue_names():
     areas = {e["area"] for e in ENTRIES}
     assert {"cv", "nlp", "speech", "diffusion", "llm", "chinese"} <= areas
@@ -156,7 +189,9 @@ def test_found_missed_false_alarm_and_unknown_are_counted_apart(tmp_path):
 
 
 def test_the_second_heldout_split_is_scored_on_its_own_and_in_all(tmp_path, capsys):
-    root = _corpus(tmp_path, {"h.py": (LOAD, ["unsafe_torch_load"], []), "a.py": (LOAD, [], []), "b.py": (LOAD, [], [])})
+    root = _corpus(
+        tmp_path, {"h.py": (LOAD, ["unsafe_torch_load"], []), "a.py": (LOAD, [], []), "b.py": (LOAD, [], [])}
+    )
     labels = json.loads((root / "labels.json").read_text())
     labels["scripts"][2]["split"] = "heldout2"
     (root / "labels.json").write_text(json.dumps(labels))
