@@ -20,11 +20,12 @@ from pathlib import Path
 from filelock import FileLock
 
 from labkit.config import get_config
-from labkit.course import NotebookRun, discover, edition_notebooks, run_notebook
+from labkit.course.discovery import discover, edition_notebooks
+from labkit.course.runner import NotebookRun, run_notebook
 from labkit.i18n import using
-from labkit.junit import write_junit
+from labkit.course.junit import write_junit
 from labkit.paths import project_root
-from labkit.report import write_reports
+from labkit.course.report import write_reports
 
 RUNS = project_root() / "runs"
 PROFILE = "smoke"

@@ -188,3 +188,4 @@ def test_imports_follow_the_stated_direction():
     assert not bad, "imports against docs/architecture.md's layers: " + ", ".join(
         f"{a} ({table[a]}) -> {b} ({table[b]})" for a, b in sorted(bad)
     )
+

@@ -109,7 +109,7 @@ def _server(tmp_path: Path) -> dict:
 
 
 def _grader(tmp_path: Path) -> dict:
-    from labkit.grading import grade_notebook
+    from labkit.classroom.grading import grade_notebook
 
     dump = tmp_path / "grader.json"
     release = tmp_path / "release"
@@ -121,7 +121,8 @@ def _grader(tmp_path: Path) -> dict:
 
 
 def _course_runner(tmp_path: Path) -> dict:
-    from labkit.course import NotebookInfo, run_notebook
+    from labkit.course.discovery import NotebookInfo
+    from labkit.course.runner import run_notebook
 
     dump = tmp_path / "course.json"
     nb = _dump_notebook(tmp_path / "course_nb" / "90_dump.ipynb", dump)

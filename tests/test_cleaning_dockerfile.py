@@ -17,7 +17,9 @@ ROOT = project_root()
 # the modules `labkit clean` executes: the CLI dispatcher and the pipeline (not bench/score/viewer)
 RUNTIME = [
     "labkit/__init__.py",
-    "labkit/cli.py",
+    "labkit/cli/__init__.py",
+    "labkit/cli/commands.py",
+    "labkit/cli/errors.py",
     *(
         f"labkit/cleaning/{m}.py"
         for m in ("__init__", "cli", "pipeline", "readers", "decode", "repair", "extract", "validate", "dedup")
@@ -65,7 +67,7 @@ def test_entrypoint_is_the_clean_cli():
     assert entry == [["labkit", "clean"]]
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     assert pyproject["project"]["scripts"]["labkit"] == "labkit.cli:main"
-    from labkit.cli import COMMANDS
+    from labkit.cli.commands import COMMANDS
 
     assert COMMANDS["clean"] == "labkit.cleaning.cli"
 

@@ -1,4 +1,4 @@
-"""One CLI contract for every `labkit` command (labkit.cli_errors).
+"""One CLI contract for every `labkit` command (labkit.cli.errors).
 
 * the command set is exactly what the docs promise, and every command has a working --help;
 * every option documents itself (help text), and options with a known set of values use `choices`
@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from labkit import cli
-from labkit.cli import build_parser, main
+from labkit.cli import commands as cli
+from labkit.cli.commands import build_parser, main
 
 FIXTURES = Path(__file__).parent / "fixtures" / "course"
 
@@ -287,7 +287,7 @@ def test_launch_refuses_bad_train_arguments_before_any_rank_starts(tmp_path):
 
 
 def test_a_run_that_fails_exits_1_with_its_reason(monkeypatch, capsys):
-    from labkit.cli_errors import RunFailed
+    from labkit.cli.errors import RunFailed
 
     def boom(args):
         raise RunFailed("the server died at request 3; see its log")

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from labkit import course
-from labkit.cli_errors import UsageError
-from labkit.course import discover, parse_value, select, unmet_needs
+from labkit.course import cli as course_cli, runner
+from labkit.cli.errors import UsageError
+from labkit.course.cli import parse_value
+from labkit.course.discovery import discover, select, unmet_needs
 
 FIXTURES = Path(__file__).parent / "fixtures" / "course"
 
@@ -37,7 +38,7 @@ def test_unmet_needs():
 
 
 def test_a_broken_torch_fails_the_run_instead_of_skipping_the_gpu_notebooks(monkeypatch):
-    from labkit.cli_errors import RunFailed
+    from labkit.cli.errors import RunFailed
 
     monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` raises ImportError, as a broken install does
     with pytest.raises(RunFailed, match="torch does not import .*labkit doctor env"):
@@ -102,7 +103,7 @@ def test_list_shows_needs(capsys):
     class A:  # argparse namespace stand-in
         notebooks = str(FIXTURES)
 
-    assert course._cmd_list(A()) == 0
+    assert course_cli._cmd_list(A()) == 0
     out = capsys.readouterr().out
     assert "64 GPU" in out and "[skipped here]" in out and "passes" in out
 
@@ -115,11 +116,11 @@ def test_p_profile_full_is_the_same_as_profile_full(monkeypatch, tmp_path, how):
 
     seen = []
     monkeypatch.setattr(
-        course,
+        runner,
         "run_notebook",
         lambda info, out, parameters, profile, cell_timeout, progress=True: (
             seen.append((parameters["PROFILE"], profile, cell_timeout))
-            or course.NotebookRun(info.stem, info.title, "passed")
+            or runner.NotebookRun(info.stem, info.title, "passed")
         ),
     )
     argv = ["--profile", "full"] if how == "--profile" else ["-p", "PROFILE", "full"]

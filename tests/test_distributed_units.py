@@ -202,7 +202,7 @@ def test_commands_for_each_launcher():
 
 
 def test_entry_point_is_the_labkit_train_command():
-    from labkit.cli import build_parser
+    from labkit.cli.commands import build_parser
     from labkit.train import run
 
     args = build_parser().parse_args(

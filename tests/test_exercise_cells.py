@@ -10,7 +10,7 @@ training re-runs):
 - by running: each exercise's solution cell and then its check cell run in a FRESH namespace holding only
   stand-ins for the content names the exercise reads (the stand-ins' names are proven, statically, to be
   bound by the notebook's content cells): the instructor's solution passes, and in the learner's copy
-  (`labkit.workshop.learner_notebook`) the untouched placeholder fails the check with a hint -- neither
+  (`labkit.classroom.release.learner_notebook`) the untouched placeholder fails the check with a hint -- neither
   raises NameError or ImportError. The run covers every kind of check (tests/exercise_helpers.py): the
   `labkit.exercises.nbNN` checks, 01's labelling check and the predict-then-run reveals (stand-ins for what the
   lesson measured); the find-and-fix checks (`labkit.exercises.transfer`) run the learner's script for ~20 s,
@@ -170,7 +170,7 @@ def test_each_check_runs_alone_after_its_own_solution(number, capsys):
 
 @pytest.mark.parametrize("number", sorted(NOTEBOOKS))
 def test_each_learner_check_fails_alone_with_a_hint(number, capsys):
-    from labkit.workshop import learner_notebook
+    from labkit.classroom.release import learner_notebook
 
     path = NOTEBOOKS[number]
     nb = learner_notebook(nbformat.read(path, as_version=4))

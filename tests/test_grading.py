@@ -18,8 +18,8 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from labkit.grading import Row, _verdict, default_limit, gradebook_html, pass_rates, summary
-from labkit.workshop import write_release
+from labkit.classroom.grading import Row, _verdict, default_limit, gradebook_html, pass_rates, summary
+from labkit.classroom.release import write_release
 
 ROOT = Path(__file__).resolve().parents[1]
 OPTIONS = "{'A': 'right', 'B': 'B misses the point', 'C': 'C is too slow', 'D': 'D is too late'}"

@@ -220,8 +220,8 @@ def test_checks_hint_in_chinese_and_stay_english_by_default(monkeypatch, capsys)
 
 
 def test_the_report_is_written_in_the_course_language(tmp_path, monkeypatch):
-    from labkit.course import discover
-    from labkit.report import write_reports
+    from labkit.course.discovery import discover
+    from labkit.course.report import write_reports
     from labkit.results import Results
 
     monkeypatch.setenv("LABKIT_LANG", "zh_CN")

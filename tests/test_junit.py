@@ -1,6 +1,6 @@
 """`labkit course run --junit`: the claims as JUnit XML, read back with a JUnit library (junitparser).
 
-The XML is written with the standard library (labkit.junit) and parsed here by an independent reader,
+The XML is written with the standard library (labkit.course.junit) and parsed here by an independent reader,
 the way CI dashboards read it: a failed claim must be a failure, a GPU-only demonstration a skip, a
 crashed notebook an error naming its cell.
 """
@@ -12,8 +12,9 @@ import nbformat
 import pytest
 from junitparser import Error, Failure, JUnitXml, Skipped
 
-from labkit.course import NotebookInfo, discover, run_notebook
-from labkit.junit import write_junit
+from labkit.course.discovery import NotebookInfo, discover
+from labkit.course.junit import write_junit
+from labkit.course.runner import run_notebook
 
 ROOT = Path(__file__).parents[1]
 
@@ -209,8 +210,8 @@ def test_a_real_crash_through_the_runner(tmp_path):
 
 def test_course_run_junit_option_and_ci_default(tmp_path, monkeypatch):
     """`--junit FILE` writes FILE; under CI=true the runner writes <out>/junit.xml unasked, and not otherwise."""
-    from labkit import course
     from labkit.cli import main
+    from labkit.course import runner
 
     fixtures = Path(__file__).parent / "fixtures" / "course"
 
@@ -221,9 +222,9 @@ def test_course_run_junit_option_and_ci_default(tmp_path, monkeypatch):
             {"status": "passed", "seconds": 1.0},
             {"notebook": info.stem, "expectations": [{"name": "c", "passed": True, "observed": 1, "expected": "1"}]},
         )
-        return course.NotebookRun(info.stem, info.title, "passed")
+        return runner.NotebookRun(info.stem, info.title, "passed")
 
-    monkeypatch.setattr(course, "run_notebook", fake_run)
+    monkeypatch.setattr(runner, "run_notebook", fake_run)
     monkeypatch.delenv("CI", raising=False)
     assert main(["course", "run", "--notebooks", str(fixtures), "--out", str(tmp_path / "a"), "--only", "01"]) == 0
     assert not (tmp_path / "a" / "junit.xml").exists()

@@ -282,7 +282,7 @@ def test_the_instructors_answers_would_fail_that_check(edition):
 
 @pytest.mark.parametrize("language", [None, "zh_CN"])
 def test_only_the_solutions_release_carries_the_answers(tmp_path, language):
-    from labkit.workshop import ANSWERS, write_release
+    from labkit.classroom.release import ANSWERS, write_release
 
     folder = EDITIONS["en" if language is None else language]
     answers = ROOT / "docs" / (language or "") / "instructor" / "answers.md"
@@ -298,7 +298,7 @@ def test_only_the_solutions_release_carries_the_answers(tmp_path, language):
 
 
 def test_the_course_website_leaves_the_answers_out(tmp_path):
-    from labkit.site import editions, page_names
+    from labkit.course.site import editions, page_names
 
     for ed in editions(ROOT, tmp_path):
         names = page_names(ed, [])

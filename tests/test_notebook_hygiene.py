@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from labkit.notebook_checks import parameters_cell_problem
+from labkit.course.params_check import parameters_cell_problem
 
 NOTEBOOKS = sorted((Path(__file__).parents[1] / "notebooks").glob("*.ipynb"))
 
@@ -43,7 +43,7 @@ def test_committed_notebook_is_clean_and_follows_the_course_shape(path):
     assert not carries_outputs(nb), (
         f"{path.name} would be committed with outputs: run `make strip` (`pre-commit install` once, and the nbstripout hook stops such a commit)"
     )
-    problem = parameters_cell_problem(nb)  # the pre-commit hook's check (labkit.notebook_checks)
+    problem = parameters_cell_problem(nb)  # the pre-commit hook's check (labkit.course.params_check)
     assert problem is None, f"{path.name}: {problem}"
     assert "res.finish()" in "".join(code[-1]["source"]), (
         f"{path.name}: last code cell must write results (res.finish())"

@@ -10,7 +10,7 @@ import json
 import pytest
 from course_runs import course_run, infos
 
-from labkit import course_times
+from labkit.course import times as course_times
 from labkit.paths import project_root
 
 TIMES = course_times.load(project_root() / course_times.TABLE)["notebooks"]

@@ -21,7 +21,7 @@ import pytest
 
 from labkit import paths
 from labkit.paths import RELEASE_MARKER, data_dir, project_root, runs_dir
-from labkit.workshop import agenda_exercises, cell_checksum, checks_of, read_marker
+from labkit.classroom.release import agenda_exercises, cell_checksum, checks_of, read_marker
 
 ROOT = Path(__file__).resolve().parents[1]
 GUIDE = ROOT / "docs" / "workshop.md"

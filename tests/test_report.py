@@ -3,7 +3,7 @@
 import json
 from dataclasses import dataclass
 
-from labkit.report import render_md, write_reports
+from labkit.course.report import render_md, write_reports
 
 
 @dataclass

@@ -67,7 +67,7 @@ def test_a_run_folder_is_read_one_way(tmp_path):
     import os
     from datetime import timezone
 
-    from labkit.course_times import _measured
+    from labkit.course.times import _measured
     from labkit.results import read_run
 
     d = tmp_path / "01_dirty_data"

@@ -30,8 +30,9 @@ import nbformat
 import pytest
 from course_runs import course_run, lock, mark_this_session, out_dir, ran_this_session
 
-from labkit import i18n, site
-from labkit.site_pages import binder_url, guide_times, landing, readme_parts, run_box
+from labkit import i18n
+from labkit.course import site
+from labkit.course.site_pages import binder_url, guide_times, landing, readme_parts, run_box
 
 ROOT = Path(__file__).resolve().parents[1]
 PYTEST_RUNS = out_dir()  # where tests/test_notebooks.py runs the course

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from labkit.cli_errors import UsageError
-from labkit.course import NotebookRun
-from labkit.sweep import markdown, parse_seeds, sweep, write
+from labkit.cli.errors import UsageError
+from labkit.course.runner import NotebookRun
+from labkit.course.seeds import markdown, parse_seeds, sweep, write
 
 
 def test_parse_seeds():

@@ -1,4 +1,4 @@
-"""The thread policy (labkit.threads) and the shared-machine bench (labkit.contention)."""
+"""The thread policy (labkit.threads) and the shared-machine bench (labkit.course.bench)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import psutil
 import pytest
 
 from labkit import threads
-from labkit.contention import ContentionRow, busy_processes, table
+from labkit.course.bench import ContentionRow, busy_processes, table
 
 
 @pytest.fixture
@@ -117,7 +117,7 @@ def test_bench_course_cleans_up_and_its_json_says_profile_and_date(tmp_path, mon
     import nbformat
 
     from labkit.cli import main
-    from labkit.course_times import _bench_row
+    from labkit.course.times import _bench_row
 
     nb_dir = tmp_path / "notebooks"
     nb_dir.mkdir()

@@ -14,8 +14,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from labkit import course_times as ct
-from labkit.workshop import agenda_exercises
+from labkit.course import times as ct
+from labkit.classroom.release import agenda_exercises
 
 ROOT = Path(__file__).resolve().parents[1]
 TABLE = json.loads((ROOT / ct.TABLE).read_text(encoding="utf-8"))
@@ -52,7 +52,7 @@ def test_the_notebook_states_the_tables_times(number):
 
 def test_the_guides_timing_table_is_the_tables():
     assert ct.apply_to_guide(GUIDE, TABLE) == GUIDE, "docs/workshop.md's timing table: `labkit course times --update`"
-    from labkit.site_pages import guide_times  # the course website reads its columns
+    from labkit.course.site_pages import guide_times  # the course website reads its columns
 
     times = guide_times(GUIDE)
     for number, entry in TABLE["notebooks"].items():

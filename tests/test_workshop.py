@@ -15,7 +15,7 @@ import nbformat
 import pytest
 from exercise_helpers import check_kind, lesson_standins
 
-from labkit.course import discover
+from labkit.course.discovery import discover
 from labkit.exercises import ExerciseFailed, nb03
 
 ROOT = Path(__file__).parents[1]
@@ -149,7 +149,7 @@ def test_checks_reject_wrong_answers_with_hints(capsys):
 
 def test_write_release_takes_notebook_paths(tmp_path):
     """`write_release` gets the notebooks to release (workshop.py needs nothing from course.py)."""
-    from labkit.workshop import write_release
+    from labkit.classroom.release import write_release
 
     data = tmp_path / "data"
     data.mkdir()

@@ -26,7 +26,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from labkit.cli_errors import UsageError, existing_dir, int_list, positive_int, writable_file
+from labkit.cli.errors import UsageError, existing_dir, int_list, positive_int, writable_file
 
 
 def measure_detectors(dump_dir, sample_bytes: int = 65536) -> dict:

@@ -13,7 +13,7 @@ import importlib.util
 import json
 import os
 
-from labkit.cli_errors import UsageError, existing_path, nonneg_int, positive_float, positive_int, writable_dir
+from labkit.cli.errors import UsageError, existing_path, nonneg_int, positive_float, positive_int, writable_dir
 from labkit.threads import THREAD_VARS
 
 ENGINES = ("local", "datatrove")  # datatrove rather than Ray Data: docs/decisions.md

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from labkit.atomic import publish, remove_stale
-from labkit.cli_errors import RunFailed
+from labkit.cli.errors import RunFailed
 from labkit.cleaning.dedup import Deduper, Signature, signatures
 from labkit.cleaning.readers import EXTENSIONS, iter_files, read_file
 from labkit.cleaning.rows import KeptRow, reject_line

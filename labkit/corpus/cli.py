@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from labkit.cli_errors import UsageError, positive_int, writable_dir
+from labkit.cli.errors import UsageError, positive_int, writable_dir
 
 
 def parse_rates(text: str | None) -> dict[str, float]:

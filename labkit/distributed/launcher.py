@@ -229,7 +229,7 @@ def preflight(module: str, args: Sequence[str], out_dir: str | Path, world: int 
     processes that would all fail the same way.  The launcher knows no program: it asks the module."""
     import importlib
 
-    from labkit.cli_errors import UsageError
+    from labkit.cli.errors import UsageError
 
     check = getattr(importlib.import_module(module), "preflight", None)
     if check is None:

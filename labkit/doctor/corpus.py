@@ -27,7 +27,7 @@ import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from labkit.cli_errors import Parser, UsageError, existing_dir
+from labkit.cli.errors import Parser, UsageError, existing_dir
 from labkit.doctor.script import CHECKS, check_source
 
 CORPUS_DIR = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "doctor_corpus"

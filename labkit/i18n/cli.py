@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from labkit.cli_errors import existing_dir
+from labkit.cli.errors import existing_dir
 from labkit.i18n import TRANSLATIONS
 
 

@@ -22,7 +22,7 @@ from typing import Sequence
 
 import numpy as np
 
-from labkit.cli_errors import (
+from labkit.cli.errors import (
     existing_dir,
     int_list,
     loopback_url,

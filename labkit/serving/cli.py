@@ -8,7 +8,7 @@ import logging
 import sys
 from pathlib import Path
 
-from labkit.cli_errors import (
+from labkit.cli.errors import (
     RunFailed,
     UsageError,
     existing_dir,
@@ -16,7 +16,7 @@ from labkit.cli_errors import (
     positive_float,
     positive_int,
 )
-from labkit.cli_errors import port as tcp_port
+from labkit.cli.errors import port as tcp_port
 from labkit.serving.process import LOOPBACK
 from labkit.serving.supervisor import MAX_FAILURES, WINDOW_S
 
@@ -309,7 +309,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except UsageError as exc:  # the CLI contract (labkit.cli_errors): one line, exit 2
+    except UsageError as exc:  # the CLI contract (labkit.cli.errors): one line, exit 2
         print(f"labkit serve {args.server}: {exc}", file=sys.stderr)
         return 2
     except RunFailed as exc:  # started and failed (Triton gave up): its reason, one line, exit 1

@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 from labkit.atomic import partial_path, publish
-from labkit.cli_errors import RunFailed, UsageError, nonneg_float, nonneg_int, positive_int, writable_dir
+from labkit.cli.errors import RunFailed, UsageError, nonneg_float, nonneg_int, positive_int, writable_dir
 from labkit.progress import Progress, progress_mode
 from labkit.serving.cli import SOURCE_LEN_HELP
 

@@ -14,7 +14,7 @@ import json
 import statistics
 import time
 
-from labkit.cli_errors import positive_int, writable_file
+from labkit.cli.errors import positive_int, writable_file
 
 
 def _setup(n_articles: int, seed: int):

@@ -28,7 +28,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from labkit.cli_errors import UsageError
+from labkit.cli.errors import UsageError
 
 EVAL_PERMILLE = 50  # 5% of the records are held out for evaluation
 KEEP_FIELDS = ("id", "title", "body", "summary", "keywords")

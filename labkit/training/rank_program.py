@@ -29,7 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from labkit.cli_errors import UsageError, nonneg_int, positive_float, positive_int, writable_dir
+from labkit.cli.errors import UsageError, nonneg_int, positive_float, positive_int, writable_dir
 from labkit.distributed import SAMPLERS
 from labkit.distributed.sharding import STRATEGIES
 from labkit.distributed.reports import RankReport
@@ -621,7 +621,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return run(args)
-    except UsageError as exc:  # the CLI contract: one line, exit 2 (labkit.cli_errors)
+    except UsageError as exc:  # the CLI contract: one line, exit 2 (labkit.cli.errors)
         print(f"{parser.prog}: {exc}", file=sys.stderr)
         return 2
 

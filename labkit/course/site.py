@@ -5,7 +5,7 @@ committed, output-free ones: what a reader sees is what that run proved.  A note
 skipped or stopped before it recorded its claims (no `results.json`) is refused -- one line, exit 2, nothing
 written; a run that recorded failed claims is built, and its page, the landing table and the report show them as
 failed.  Sphinx with myst-nb and the book theme renders the pages (docs/decisions.md says why that tool); the
-text around the notebooks comes from `labkit.site_pages`.  The site needs nothing at view time but a static file
+text around the notebooks comes from `labkit.course.site_pages`.  The site needs nothing at view time but a static file
 server (`python -m http.server -d DIR`): no page loads anything from another host.
 
 Editions: English from `notebooks/`; a translated edition plugs in as `notebooks/<lang>/` with its run in
@@ -32,13 +32,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from labkit.atomic import publish
-from labkit.cli_errors import RunFailed, UsageError, existing_dir, writable_dir
-from labkit.course import NB_PATTERN, discover, select
+from labkit.cli.errors import RunFailed, UsageError, existing_dir, writable_dir
+from labkit.course.discovery import NB_PATTERN, discover, select
 from labkit.i18n import using
 from labkit.paths import project_root
-from labkit.report import collect, render_md
+from labkit.course.report import collect, render_md
 from labkit.results import read_run
-from labkit.site_pages import (
+from labkit.course.site_pages import (
     CSS,
     FAVICON,
     LANGUAGE_SWITCH,

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Sequence
 
 from labkit.atomic import atomic_write_text
-from labkit.cli_errors import UsageError
+from labkit.cli.errors import UsageError
 from labkit.i18n import LANGUAGES, N_, SOURCE, _, using
 from labkit.paths import RELEASE_MARKER
 

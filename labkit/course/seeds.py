@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from labkit.cli_errors import UsageError
+from labkit.cli.errors import UsageError
 
 
 def parse_seeds(spec: list[str]) -> list[int]:

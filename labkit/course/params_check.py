@@ -1,4 +1,4 @@
-"""The course notebooks keep their papermill `parameters` cell: `python -m labkit.notebook_checks NB.ipynb ...`.
+"""The course notebooks keep their papermill `parameters` cell: `python -m labkit.course.params_check NB.ipynb ...`.
 
 The runner passes `-p SEED 3` (and PROFILE, FIX, sizes) through papermill, which injects the values right after
 the cell tagged `parameters`.  Without that tag papermill puts them at the top instead, the notebook's own

@@ -25,7 +25,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from labkit.atomic import atomic_write_text
-from labkit.report import collect
+from labkit.course.report import collect
 
 # XML 1.0 forbids most control characters; tracebacks carry ANSI colour codes
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -120,7 +120,7 @@ def _stopped_by_a_claim(row: dict) -> bool:
 
 
 def notebook_suite(row: dict, executed: Path) -> ET.Element:
-    """One notebook's `<testsuite>` from its report row (labkit.report.collect) and executed copy."""
+    """One notebook's `<testsuite>` from its report row (labkit.course.report.collect) and executed copy."""
     stem, res = row["stem"], row.get("results") or {}
     suite = ET.Element("testsuite", name=stem)
     props = ET.SubElement(suite, "properties")

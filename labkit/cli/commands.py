@@ -12,11 +12,11 @@ import gc
 import importlib
 import sys
 
-from labkit.cli_errors import Parser, RunFailed, UsageError
+from labkit.cli.errors import Parser, RunFailed, UsageError
 
 # command name -> module with register(subparsers)
 COMMANDS = {
-    "course": "labkit.course",
+    "course": "labkit.course.cli",
     "doctor": "labkit.doctor",
     "corpus": "labkit.corpus.cli",
     "clean": "labkit.cleaning.cli",
@@ -26,13 +26,13 @@ COMMANDS = {
 }
 # `labkit course NAME` actions that live in their own module, added to `course`'s subcommands here: they import
 # labkit.course (its notebook discovery), so labkit.course cannot import them
-COURSE_ACTIONS = {"site": "labkit.site", "times": "labkit.course_times"}
+COURSE_ACTIONS = {"site": "labkit.course.site", "times": "labkit.course.times"}
 # `labkit bench NAME`: name -> module with register(subparsers)
 BENCHES = {
     "clean": "labkit.cleaning.bench",
     "train": "labkit.training.bench",
     "serve": "labkit.serving.bench",
-    "course": "labkit.contention",
+    "course": "labkit.course.bench",
 }
 
 

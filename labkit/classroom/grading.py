@@ -1,7 +1,7 @@
 """`labkit course grade SUBMISSIONS --out DIR`: a room's notebooks, graded per exercise.
 
 SUBMISSIONS holds one folder per learner with the notebooks they saved (named as in the release; nested
-folders are searched). Each learner notebook runs in its own process (`python -m labkit.grading`, which
+folders are searched). Each learner notebook runs in its own process (`python -m labkit.classroom.grading`, which
 drives the kernel through nbclient -- the engine under papermill -- with `allow_errors`, so a failed check
 never stops the later exercises), in a temporary copy of the release (so `data_samples/` is there and
 `runs/` lands in it), under a per-notebook time limit. Each exercise is then read from its check cell's
@@ -47,13 +47,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from labkit.atomic import atomic_write_text
-from labkit.cli_errors import UsageError
+from labkit.cli.errors import UsageError
 from labkit.config import get_config
 from labkit.paths import RELEASE_MARKER
 from labkit.procs import stop_group
 from labkit.results import read_json
 from labkit.threads import child_env
-from labkit.workshop import STUB, cell_checksum, cell_source, grade_id, is_check, is_solution, read_marker
+from labkit.classroom.release import STUB, cell_checksum, cell_source, grade_id, is_check, is_solution, read_marker
 
 PASS, FAIL, NOT_ATTEMPTED, ERROR, NOT_RUN = "pass", "fail", "not attempted", "error", "not run"
 EDITED, DELETED, INVALID, NOT_SUBMITTED, UNKNOWN = (
@@ -304,7 +304,7 @@ def grade_notebook(
             "LABKIT_RUNS_DIR": str(work / "runs"),
             "MPLBACKEND": "Agg",
         }
-        argv = [sys.executable, "-m", "labkit.grading", str(nb_path), str(work / "notebooks")]
+        argv = [sys.executable, "-m", "labkit.classroom.grading", str(nb_path), str(work / "notebooks")]
         argv += [str(events), str(status), str(out_nb), str(limit)]
         t0 = time.monotonic()
         proc = subprocess.Popen(
@@ -569,6 +569,6 @@ written {esc(str(release.get("created", "")))}.</p>
 """
 
 
-if __name__ == "__main__":  # the child process: python -m labkit.grading NB CWD EVENTS STATUS EXECUTED LIMIT
+if __name__ == "__main__":  # the child process: python -m labkit.classroom.grading NB CWD EVENTS STATUS EXECUTED LIMIT
     nb_, cwd_, events_, status_, executed_, limit_ = sys.argv[1:7]
     execute(nb_, cwd_, events_, status_, executed_, float(limit_))

@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from labkit.cli_errors import UsageError, existing_dir, positive_int, writable_dir, writable_file
+from labkit.cli.errors import UsageError, existing_dir, positive_int, writable_dir, writable_file
 from labkit.procs import environ, stop_group
 from labkit.threads import cores
 
@@ -85,7 +85,8 @@ def measure(
     `env` is added to the environment the notebook kernels inherit (e.g. `LABKIT_THREADS=0` to see
     the machine without the thread policy)."""
     from labkit.config import get_config
-    from labkit.course import discover, run_notebook, select
+    from labkit.course.discovery import discover, select
+    from labkit.course.runner import run_notebook
 
     cfg = get_config((params or {}).get("PROFILE", "smoke"))
     parameters = {"PROFILE": cfg.profile, **(params or {})}
@@ -127,7 +128,8 @@ def _parse_env(pairs: list[str]) -> dict[str, str]:
 
 
 def _main(args: argparse.Namespace) -> int:
-    from labkit.course import discover, parse_value, select
+    from labkit.course.cli import parse_value
+    from labkit.course.discovery import discover, select
 
     params = {name: parse_value(value) for name, value in args.parameter}
     env = _parse_env(args.env)
@@ -143,7 +145,7 @@ def _main(args: argparse.Namespace) -> int:
 
 
 def register(subparsers) -> None:
-    from labkit.course import add_parameter_option
+    from labkit.course.cli import add_parameter_option
 
     p = subparsers.add_parser(
         "course", help="a notebook's time idle and beside N busy processes (shared-machine ratio)"

@@ -29,7 +29,7 @@ import re
 from pathlib import Path
 
 from labkit.atomic import atomic_write_text
-from labkit.cli_errors import UsageError
+from labkit.cli.errors import UsageError
 from labkit.results import file_date, read_run
 
 TABLE = Path("docs") / "times.json"
@@ -428,7 +428,7 @@ def cmd_times(args) -> int:
 
 def add_arguments(t) -> None:
     """The `labkit course times` options (labkit.course registers the subcommand)."""
-    from labkit.cli_errors import existing_dir, existing_path, positive_int
+    from labkit.cli.errors import existing_dir, existing_path, positive_int
 
     t.add_argument("--runs", type=existing_dir, help="take idle seconds from this course run (its results.json files)")
     t.add_argument(

@@ -1,4 +1,4 @@
-"""The text of the course site's pages, as MyST Markdown for Sphinx (`labkit.site` builds them).
+"""The text of the course site's pages, as MyST Markdown for Sphinx (`labkit.course.site` builds them).
 
 Everything a reader sees that is not a notebook's own cells comes from here: the landing page (what the course
 teaches, the story, who it is for, the two commands, the measured times), the box at the top of each notebook page
@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from urllib.parse import quote
 
 from labkit.i18n import claim
-from labkit.report import _fmt, _name
+from labkit.course.report import _fmt, _name
 
 # pass/fail as the report marks them (glyphs every font has: ✔ ✘), coloured by the site's CSS
 MARK = {
