@@ -6,6 +6,8 @@ import os
 from pathlib import Path
 
 RELEASE_MARKER = ".labkit-release.json"  # written at a workshop release's root by `labkit course workshop`
+# the course's files a wheel carries (setup.py's build_py copies them there, laid out as in the checkout)
+PACKAGED_COURSE = Path(__file__).resolve().parent / "course_files"
 
 
 def _is_checkout(p: Path) -> bool:
@@ -28,6 +30,16 @@ def project_root() -> Path:
             return p
     pkg_parent = Path(__file__).resolve().parents[1]
     return pkg_parent if _is_checkout(pkg_parent) else here
+
+
+def course_source() -> Path | None:
+    """The folder whose `notebooks/` (and `data_samples/`, `docs/`) the course's commands read: the course's root
+    (`project_root`) when it holds `notebooks/`, else the copy an installed wheel carries (`PACKAGED_COURSE`),
+    else None (an install without the course's files: the caller says so in one line)."""
+    root = project_root()
+    if (root / "notebooks").is_dir():
+        return root
+    return PACKAGED_COURSE if (PACKAGED_COURSE / "notebooks").is_dir() else None
 
 
 def data_dir() -> Path:

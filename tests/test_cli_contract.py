@@ -28,13 +28,14 @@ from labkit.cli.commands import build_parser, main
 FIXTURES = Path(__file__).parent / "fixtures" / "course"
 
 EXPECTED = {
-    (): {"bench", "clean", "corpus", "course", "doctor", "export", "serve", "train"},
-    ("bench",): {"clean", "course", "serve", "train"},
+    (): {"bench", "clean", "corpus", "course", "doctor", "export", "serve", "train", "workshop"},
+    ("bench",): {"clean", "course", "room", "serve", "train"},
     ("corpus",): {"make"},
     ("course",): {"grade", "i18n", "list", "run", "seeds", "site", "times", "workshop"},
     ("course", "i18n"): {"build", "check", "extract"},
     ("doctor",): {"env", "log", "script"},
     ("serve",): {"api", "baseline", "triton"},
+    ("workshop",): {"collect", "hub", "plan"},
 }
 
 
@@ -75,6 +76,7 @@ def test_the_full_command_set_is_present():
     assert leaves == [
         "bench clean",
         "bench course",
+        "bench room",
         "bench serve",
         "bench train",
         "clean",
@@ -97,6 +99,9 @@ def test_the_full_command_set_is_present():
         "serve baseline",
         "serve triton",
         "train",
+        "workshop collect",
+        "workshop hub",
+        "workshop plan",
     ]
 
 

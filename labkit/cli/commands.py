@@ -23,6 +23,7 @@ COMMANDS = {
     "train": "labkit.train",
     "serve": "labkit.serving.cli",
     "export": "labkit.serving.export_cli",
+    "workshop": "labkit.classroom.cli",
 }
 # `labkit course NAME` actions that live in their own module, added to `course`'s subcommands here: they import
 # labkit.course (its notebook discovery), so labkit.course cannot import them
@@ -33,6 +34,7 @@ BENCHES = {
     "train": "labkit.training.bench",
     "serve": "labkit.serving.bench",
     "course": "labkit.course.bench",
+    "room": "labkit.classroom.capacity",
 }
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from labkit.cli.errors import RunFailed, UsageError
 from labkit.i18n import SOURCE, language
-from labkit.paths import project_root
+from labkit.paths import PACKAGED_COURSE, course_source, project_root
 
 NB_PATTERN = re.compile(r"^(\d\d)_[\w-]+\.ipynb$")
 
@@ -44,15 +44,28 @@ def default_notebooks_dir() -> Path:
 def edition_notebooks(lang: str) -> Path:
     """The notebooks of one edition: `notebooks/` (English, the source) or `notebooks/<lang>/` (generated); a
     workshop release holds one edition in `notebooks/` itself."""
-    base = project_root() / "notebooks"
+    base = (course_source() or project_root()) / "notebooks"
     return base / lang if lang != SOURCE and (base / lang).is_dir() else base
+
+
+class NotebooksMissing(UsageError, FileNotFoundError):
+    """No course notebooks where they were looked for: a usage error (one line, exit 2), and a FileNotFoundError for
+    callers that catch that."""
 
 
 def discover(notebooks_dir: str | Path | None = None) -> list[NotebookInfo]:
     """The course's notebooks (`NN_name.ipynb`), in numbered order."""
     nb_dir = Path(notebooks_dir) if notebooks_dir else default_notebooks_dir()
+    if not nb_dir.is_dir() and notebooks_dir:
+        raise NotebooksMissing(
+            f"notebooks directory not found: {nb_dir}; pass --notebooks DIR holding NN_name.ipynb files"
+        )
     if not nb_dir.is_dir():
-        raise FileNotFoundError(f"notebooks directory not found: {nb_dir} (run from the checkout or pass --notebooks)")
+        raise NotebooksMissing(
+            f"notebooks directory not found: {nb_dir}; this labkit install carries no course files "
+            f"({PACKAGED_COURSE} is missing: install labkit from a wheel built from the course's checkout), so run "
+            "from a checkout of the course or pass --notebooks DIR"
+        )
     out = []
     for p in sorted(nb_dir.glob("*.ipynb")):
         m = NB_PATTERN.match(p.name)

@@ -23,6 +23,7 @@ from labkit.paths import project_root
 from labkit.procs import environ
 from labkit.results import read_run
 from labkit.threads import child_env
+from labkit.usage import TreeUsage
 
 
 @dataclass
@@ -34,6 +35,9 @@ class NotebookRun:
     reason: str = ""  # error or skip reason
     output: str = ""  # executed copy
     results: dict | None = None  # the notebook's results.json
+    # what the kernel and every process it started used (labkit.usage): `labkit workshop plan` reads them
+    cpu_seconds: float | None = None
+    peak_rss_mb: float | None = None
 
 
 def run_notebook(
@@ -55,8 +59,9 @@ def run_notebook(
         # the kernel inherits this process's environment (papermill takes none of its own): the results folder,
         # and the child-process policy for the profile's model (labkit.threads)
         kernel_env = {**child_env(preset=get_config(profile).model_preset), "LABKIT_RUNS_DIR": str(out.resolve())}
+        usage = TreeUsage()  # the runner's children during the run: the kernel and its own
         try:
-            with environ(kernel_env):
+            with environ(kernel_env), usage:
                 pm.execute_notebook(
                     str(info.path),
                     str(executed),
@@ -70,6 +75,7 @@ def run_notebook(
         except Exception as exc:  # PapermillExecutionError, timeouts, dead kernels
             status, reason = "failed", _error_text(exc)
         run = NotebookRun(info.stem, info.title, status, round(time.perf_counter() - t0, 1), reason, str(executed))
+        run.cpu_seconds, run.peak_rss_mb = round(usage.usage.cpu_seconds, 1), round(usage.usage.peak_rss_mb, 1)
         run.results = read_run(nb_out).results
         if run.results is None and run.status == "passed":
             run.status, run.reason = (

@@ -88,13 +88,18 @@ def _measured(folder: Path, source: str, note: str) -> dict | None:
     run = read_run(folder)
     if run.results is None:
         return None
-    return {
+    entry = {
         "seconds": round(float(run.results["seconds"]), 1),
         "profile": run.results.get("profile", "smoke"),
         "date": run.date[:10],
         "source": source,
         "note": note,
     }
+    # what the kernel's process tree used, as the runner measured it (labkit.usage): `labkit workshop plan` reads it
+    for key in ("cpu_seconds", "peak_rss_mb"):
+        if (run.status or {}).get(key) is not None:
+            entry[key] = run.status[key]
+    return entry
 
 
 def _bench_row(path: Path, stem: str, note: str) -> dict | None:
