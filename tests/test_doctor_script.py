@@ -117,6 +117,12 @@ EXPECTED: dict[str, set[str]] = {
     "device_list_pile_up.py": {"model_not_on_device"},  # `.to(devices[0])`, devices = ["cuda" if ... else "cpu"]
     "launch_documented_two_ways.py": set(),  # torch.distributed.launch documented beside torchrun
     "compile_fit_no_warmup.py": {"no_warmup", "no_grad_clip"},  # compile(optimizer=Adam) + fit; clipping unknown
+    "tokenizer_lengths_only.py": set(),  # `len(tokenizer(turn).input_ids)`: counted, no example built from it
+    "sampler_endless_passes.py": {"missing_set_epoch"},  # `while True: for batch in loader: yield`: passes = epochs
+    "train_loop_class_unseeded.py": {"no_seed"},  # `TrainLoop(model=model, ...).run_loop()`: the project's own loop
+    "library_fit_shuffled_unseeded.py": {"no_seed"},  # a library's fit handed a loader shuffled here, no seed
+    "pandas_sample_torch_seed.py": {"unsynced_seed"},  # `df.sample(frac=1.0)` under DDP, only torch seeded
+    "cuda_then_rank_device_ids.py": {"model_not_on_device"},  # bare `.cuda()` then device_ids of the rank's cards
 }
 
 
@@ -475,10 +481,10 @@ else:
         ('"cuda" if torch.cuda.is_available() else "cpu"', "DDP(model)", "cuda:0"),
         ('torch.device("cuda")', "DDP(model)", "cuda:0"),
         ('"cuda:1"', "DDP(model)", "cuda:1"),
-        # a per-rank index, a set_device every path runs through, or device_ids: each places the rank
+        # a per-rank index or a set_device every path runs through places the rank (device_ids alone does not: DDP
+        # never moves the module, see test_a_bare_cuda_move_is_not_on_the_cards_ddp_is_told_for_this_rank)
         ('torch.device("cuda", local_rank) if torch.cuda.is_available() else torch.device("cpu")', "DDP(model)", None),
         ('f"cuda:{local_rank}"', "DDP(model)", None),
-        ('torch.device("cuda" if torch.cuda.is_available() else "cpu")', "DDP(model, device_ids=[local_rank])", None),
         ('torch.cuda.set_device(local_rank) or torch.device("cuda")', "DDP(model)", None),
     ],
 )
@@ -852,3 +858,70 @@ def test_compile_and_fit_train_with_the_schedule_compile_was_given():
     warmed = src.replace("lr=2e-5))", "lr=2e-5), scheduler=get_linear_schedule_with_warmup(optimizer, 100, 1000))")
     assert {f.code: f.severity for f in check_source(warmed)} == {"no_grad_clip": "unknown"}
     assert _codes("import torch\nmodel = torch.compile(model)\nmodel.fit(x)\n") == []  # no optimizer handed over
+
+
+def _fixture(name: str) -> str:
+    return (FIXTURES / name).read_text(encoding="utf-8")
+
+
+def test_a_tokenizer_call_only_measured_builds_nothing_but_one_that_builds_an_example_is_read():
+    src = _fixture("tokenizer_lengths_only.py")
+    kept = src.replace("turn_len = len(tokenizer(turn).input_ids)", "turn_ids = tokenizer(turn).input_ids")
+    assert _codes(src) == [] and _codes(kept) == ["no_truncation"]
+
+
+def test_a_loader_run_pass_after_pass_by_an_endless_loop_needs_set_epoch():
+    src = _fixture("sampler_endless_passes.py")
+    [hit] = check_source(src)
+    assert hit.code == "missing_set_epoch" and any("pass after pass" in text for _, text in hit.why)
+    counted = src.replace("for batch in loader:", "for batch in range(10):")
+    assert _codes(counted) == []  # a count, not a pass over the sampler
+    told = src.replace(
+        "    while True:\n",
+        "    epoch = 0\n    while True:\n        loader.sampler.set_epoch(epoch)\n        epoch += 1\n",
+    )
+    assert "set_epoch" in told
+    assert _codes(told) == []
+
+
+def test_a_project_class_handed_the_model_runs_the_training_whatever_it_is_called():
+    src = _fixture("train_loop_class_unseeded.py")
+    assert _codes(src) == ["no_seed"]
+    assert _codes(src.replace("    model = create_model", "    torch.manual_seed(0)\n    model = create_model")) == []
+    assert _codes(src.replace("TrainLoop(model=model, data=data", "TrainLoop(data=data")) == []  # no model handed over
+
+
+def test_a_library_fit_on_a_loader_shuffled_here_needs_a_seed_here():
+    src = _fixture("library_fit_shuffled_unseeded.py")
+    assert _codes(src) == ["no_seed"]
+    seeded = src.replace(
+        "model = SentenceTransformer", "import torch\ntorch.manual_seed(0)\nmodel = SentenceTransformer"
+    )
+    assert _codes(seeded) == []
+    assert _codes(src.replace("shuffle=True", "shuffle=False")) == []
+
+
+@pytest.mark.parametrize(
+    "change, flagged",
+    [
+        (("", ""), True),
+        (("df.sample(frac=1.0)", "df.sample(frac=1.0, random_state=0)"), False),
+        (("torch.manual_seed(1337)", "torch.manual_seed(1337)\nimport numpy as np\nnp.random.seed(1337)"), False),
+    ],
+)
+def test_a_pandas_shuffle_on_every_rank_needs_numpys_seed_not_torchs(change, flagged):
+    src = _fixture("pandas_sample_torch_seed.py").replace(*change)
+    assert (_codes(src) == ["unsynced_seed"]) is flagged
+
+
+def test_a_bare_cuda_move_is_not_on_the_cards_ddp_is_told_for_this_rank():
+    src = _fixture("cuda_then_rank_device_ids.py")
+    assert _codes(src) == ["model_not_on_device"]
+    assert _codes(src.replace("    model.cuda()\n", "    torch.cuda.set_device(devices[0])\n    model.cuda()\n")) == []
+    assert _codes(src.replace("model.cuda()", "model.cuda(devices[0])")) == []
+    # the same with the tutorial's device variable: `"cuda"` is the current card, not `device_ids=[local_rank]`
+    to_device = src.replace(
+        "    model.cuda()\n", '    model.to(torch.device("cuda" if torch.cuda.is_available() else "cpu"))\n'
+    )
+    [hit] = check_source(to_device)
+    assert hit.code == "model_not_on_device" and "names this rank's card" in hit.message

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import ast
 import re
+import sys
 
-from labkit.doctor.ast_facts import ScriptFacts
+from labkit.doctor.ast_facts import ScriptFacts, kwarg
+from labkit.doctor.dataflow import LIBRARIES
 
 HF_ROOTS = ("transformers", "trl")
 HF_TRAINERS = ("Trainer", "Seq2SeqTrainer", "SFTTrainer", "DPOTrainer", "RewardTrainer")
@@ -107,13 +109,30 @@ def _framework(f: ScriptFacts) -> str:
     return "torch"
 
 
+RUNS = re.compile(r"^(train|fit|run)|loop$", re.I)  # train(), fit(), run_loop(), train_loop(), run()
+
+
+def _given_model(call: ast.Call) -> bool:
+    """`X(model=model, ...)` or `X(model, ...)`: the object is handed the model it trains."""
+    return kwarg(call, "model") is not None or any(isinstance(a, ast.Name) and a.id == "model" for a in call.args[:1])
+
+
+def _project_class(f: ScriptFacts, name: str) -> bool:
+    """Defined in this file, or imported from a module that is no known library (the project's own code)."""
+    root = name.split(".")[0]
+    return "." not in name or (root not in LIBRARIES and root not in sys.stdlib_module_names and root != "torch")
+
+
 def own_trainer_run(f: ScriptFacts) -> tuple[ast.Call, str] | None:
     """`trainer = Trainer(...); trainer.train()` where `Trainer` is the project's own class (defined in
     the file or imported from a module that is not a training library): (the train/fit call, its origin)."""
 
     def own_class(call: ast.AST) -> str | None:
         name = origin(f, call.func) if isinstance(call, ast.Call) else ""
-        return name if name.endswith("Trainer") and name.split(".")[0] not in TRAINER_LIBRARIES else None
+        if not name or name.split(".")[0] in TRAINER_LIBRARIES or not name.split(".")[-1][:1].isupper():
+            return None
+        # named a trainer, or whatever it is named, handed the model to train (`TrainLoop(model=model, data=...)`)
+        return name if name.endswith("Trainer") or _given_model(call) and _project_class(f, name) else None
 
     made = {
         ast.unparse(t): own_class(n.value)
@@ -122,8 +141,8 @@ def own_trainer_run(f: ScriptFacts) -> tuple[ast.Call, str] | None:
         for t in n.targets
         if own_class(n.value)
     }
-    for c in f.calls_named("train", "fit"):
-        if isinstance(c.func, ast.Attribute):
+    for c in f.calls:
+        if isinstance(c.func, ast.Attribute) and RUNS.search(c.func.attr):
             recv = c.func.value
             cls = made.get(ast.unparse(recv)) or own_class(recv)
             if cls:

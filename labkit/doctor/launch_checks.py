@@ -434,6 +434,29 @@ def _pile_up(move: str, ddp: ast.Call | None, elsewhere: bool = False) -> str:
     )
 
 
+def _only_bare(f: ScriptFacts, moves: list[ast.AST], ddp: ast.Call) -> bool:
+    """Every move on the way to `ddp` (not those in the other branch of an `if`) is a bare `.cuda()`/`.to("cuda")`."""
+    on_path = [m for m in moves if not _exclusive(f, m, ddp)]
+    return bool(on_path) and all(
+        isinstance(m, ast.Call) and isinstance(m.func, ast.Attribute) and _bare_cuda(f, m) for m in on_path
+    )
+
+
+def _per_rank_ids(f: ScriptFacts, ddp: ast.Call) -> bool:
+    """DDP's `device_ids` carry the rank (`[local_rank]`, `devices` from `range(rank * n, ...)`), so they are not the
+    card a bare `.cuda()` picks."""
+    ids = kwarg(ddp, "device_ids") or (ddp.args[1] if len(ddp.args) > 1 else None)
+    if ids is None or _fixed_cuda(f, ids) or is_const(ids, None):
+        return False
+    if not [c for c in f.calls_named("init_process_group") if not f.dead(c)]:
+        return False  # the group is joined in code this file does not show (DINO's `init_distributed_mode`),
+        # which usually sets the card too
+    if f.mentions_rank(ids):
+        return True
+    keys = {unparse(n) for n in ast.walk(ids) if isinstance(n, (ast.Name, ast.Attribute))}
+    return any(isinstance(a, ast.Assign) and _assigned(a) & keys and f.mentions_rank(a.value) for a in ast.walk(f.tree))
+
+
 def check_model_not_on_device(f: ScriptFacts) -> list[tuple[int, str]]:
     """DDP wraps the module where it is: an unmoved model trains on CPU (or fails), and
     `.cuda()` without a per-rank device piles every rank onto cuda:0."""
@@ -473,6 +496,26 @@ def check_model_not_on_device(f: ScriptFacts) -> list[tuple[int, str]]:
                 (
                     ddp.lineno,
                     _pile_up(bare[0], ddp, elsewhere),
+                )
+            )
+        elif not device_set and has_ids and _only_bare(f, moves, ddp) and _per_rank_ids(f, ddp):
+            ids = kwarg(ddp, "device_ids") or ddp.args[1]
+            bare = [_bare_cuda(f, m) for m in moves if not _exclusive(f, m, ddp)]
+            hits.append(
+                Hit(
+                    ddp.lineno,
+                    f"{bare[0]} puts the model on the current card, cuda:0 for every rank (no "
+                    f"`torch.cuda.set_device`), while `device_ids={short(ids)}` names this rank's card: the model "
+                    "is not where DistributedDataParallel runs it",
+                    why=(
+                        *(
+                            (m.lineno, f"`{short(m)}` moves the model to the current card")
+                            for m in moves
+                            if not _exclusive(f, m, ddp)
+                        ),
+                        (ddp.lineno, f"`{short(ddp)}` expects it on `{short(ids)}`, which depends on the rank"),
+                        (None, "no `torch.cuda.set_device(...)` runs before, so the current card is cuda:0"),
+                    ),
                 )
             )
     if (

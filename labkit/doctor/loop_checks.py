@@ -251,6 +251,28 @@ def _seeds_too_late(f: ScriptFacts, seed: ast.Call, training: ast.AST) -> str | 
     return None
 
 
+def _fit_on_shuffled_loader(f: ScriptFacts) -> ast.Call | None:
+    """`model.fit(train_objectives=[(loader, loss)], ...)`: a library's loop handed a `DataLoader(..., shuffle=True)`
+    this file builds. The order it draws (and the weights the file built) come from torch's global generator,
+    which only a seed in this file fixes: the library is handed the loader, not asked to seed."""
+    shuffled = set()
+    for node in ast.walk(f.tree):
+        if (
+            isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Call)
+            and f.call_name(node.value).split(".")[-1] == "DataLoader"
+            and is_const(kwarg(node.value, "shuffle"), True)
+        ):
+            shuffled |= {unparse(t) for t in node.targets}
+    for c in f.calls_named("fit", "train"):
+        if not isinstance(c.func, ast.Attribute) or f.dead(c):
+            continue
+        given = [n for a in (*c.args, *(k.value for k in c.keywords)) for n in ast.walk(a)]
+        if any(isinstance(n, (ast.Name, ast.Attribute)) and unparse(n) in shuffled for n in given):
+            return c
+    return None
+
+
 def check_no_seed(f: ScriptFacts) -> list[Hit]:
     """Unseeded runs can't be reproduced or compared. Hugging Face's Trainer seeds for you (its
     TrainingArguments default to seed=42); Lightning's does not; a project's own `Trainer` class
@@ -263,6 +285,8 @@ def check_no_seed(f: ScriptFacts) -> list[Hit]:
         training = next(iter(f.calls_named("train", "fit")), None)
     if training is None:
         training = helper_loop(f)
+    if training is None:
+        training = _fit_on_shuffled_loader(f)
     if training is not None:
         late = [(s, _seeds_too_late(f, s, training)) for s in seeds]
         if seeds and not all(why for _, why in late):
@@ -325,24 +349,41 @@ def _unseeded_splits(f: ScriptFacts) -> list[Hit]:
             and kwarg(c, "seed") is None
             and kwarg(c, "generator") is None
         ]
+        # pandas' `df.sample(frac=1.0)` shuffles with numpy's global generator: only a numpy (or a whole-run) seed
+        # fixes it, not `torch.manual_seed`
+        ops += [
+            c
+            for c in f.calls_named("sample")
+            if isinstance(c.func, ast.Attribute) and kwarg(c, "frac") is not None and kwarg(c, "random_state") is None
+        ]
     for op in sorted(ops, key=lambda c: c.lineno):
-        if f.dead(op) or any(not f.same_function(s, op) or s.lineno < op.lineno for s in seeds):
+        in_force = [s for s in seeds if not (_numpy_global(op) and f.call_name(s).startswith("torch."))]
+        if f.dead(op) or any(not f.same_function(s, op) or s.lineno < op.lineno for s in in_force):
             continue
         what = "`random_split`" if f.call_name(op).endswith("random_split") else f"`{short(op.func)}()`"
         why = (
             (launch_line(f), "every rank runs this script"),
             (op.lineno, f"{what} has no seed of its own and no seed is set before it"),
-            *((s.lineno, f"`{short(s)}` seeds only later") for s in seeds if f.same_function(s, op)),
+            *((s.lineno, f"`{short(s)}` seeds only later") for s in in_force if f.same_function(s, op)),
+            *((s.lineno, f"`{short(s)}` seeds torch, not numpy's generator") for s in seeds if s not in in_force),
         )
         harm = (
             "each rank draws a different split, so one rank's training data is another's held-out data"
             if what == "`random_split`"
             else "each rank holds a different order, and the sampler then hands ranks overlapping examples"
         )
-        return [
-            Hit(op.lineno, f"{what} runs on every rank with no seed set and no generator of its own: {harm}", why=why)
-        ]
+        unseeded = (
+            "no numpy seed set and no `random_state=`"
+            if _numpy_global(op)
+            else "no seed set and no generator of its own"
+        )
+        return [Hit(op.lineno, f"{what} runs on every rank with {unseeded}: {harm}", why=why)]
     return []
+
+
+def _numpy_global(op: ast.Call) -> bool:
+    """`df.sample(frac=...)`: drawn from numpy's global generator, which torch's seed leaves alone."""
+    return isinstance(op.func, ast.Attribute) and op.func.attr == "sample" and kwarg(op, "frac") is not None
 
 
 def _pos(node: ast.AST) -> tuple[int, int]:

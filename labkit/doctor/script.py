@@ -183,8 +183,8 @@ def check_missing_set_epoch(f: ScriptFacts) -> list[Hit]:
     if not f.references("DistributedSampler"):
         return []
     hits = []
-    for loop in epoch_loops(f):
-        var = {unparse(loop.target)}
+    for loop in [*epoch_loops(f), *_pass_loops(f)]:
+        var = {unparse(loop.target)} if isinstance(loop, ast.For) else set()
         ok = False
         for node, names in f.reachable(list(loop.body), var):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "set_epoch":
@@ -195,7 +195,13 @@ def check_missing_set_epoch(f: ScriptFacts) -> list[Hit]:
             sampler = next(iter(f.calls_named("DistributedSampler")), None)
             why = (
                 *(((sampler.lineno, "a DistributedSampler shuffles with seed + epoch"),) if sampler else ()),
-                (loop.lineno, f"`for {unparse(loop.target)} in {short(loop.iter)}` iterates several epochs"),
+                (
+                    loop.lineno,
+                    f"`for {unparse(loop.target)} in {short(loop.iter)}` iterates several epochs"
+                    if isinstance(loop, ast.For)
+                    else f"`while {short(loop.test)}:` runs `for {unparse(_passes(loop)[0].target)} in "
+                    f"{short(_passes(loop)[0].iter)}` pass after pass: each pass is an epoch",
+                ),
                 (
                     None,
                     "no `set_epoch(...)` with the epoch is reached from the loop's body (calls into this file's "
@@ -210,6 +216,26 @@ def check_missing_set_epoch(f: ScriptFacts) -> list[Hit]:
                 )
             )
     return hits
+
+
+def _passes(loop: ast.While) -> list[ast.For]:
+    """The `for batch in loader` loops directly in a `while` loop's body (not a `range(...)` count)."""
+    return [
+        n
+        for n in loop.body
+        if isinstance(n, ast.For) and not (isinstance(n.iter, ast.Call) and unparse(n.iter.func) == "range")
+    ]
+
+
+def _pass_loops(f: ScriptFacts) -> list[ast.While]:
+    """Endless data: `while True: for batch in loader: yield batch` (or `while step < total: for batch in loader`)
+    runs the loader pass after pass, each pass an epoch of the sampler, outside any `for epoch` loop."""
+    outer = epoch_loops(f)
+    return [
+        n
+        for n in ast.walk(f.tree)
+        if isinstance(n, ast.While) and _passes(n) and not any(a in outer for a in f.ancestors(n)) and not f.dead(n)
+    ]
 
 
 TOKENIZE_METHODS = ("encode", "encode_plus", "batch_encode_plus", "__call__")
@@ -290,6 +316,16 @@ def _cut_by_hand(f: ScriptFacts, c: ast.Call) -> bool:
     return False
 
 
+def _only_measured(f: ScriptFacts, c: ast.Call) -> bool:
+    """`len(tokenizer(turn).input_ids)`: the ids are counted (to mask a prompt, to log a length) and thrown away;
+    no example is built from them, so there is nothing to truncate."""
+    node: ast.AST = c
+    parent = f.parents.get(node)
+    while isinstance(parent, (ast.Attribute, ast.Subscript)) and parent.value is node:  # .input_ids, ["input_ids"]
+        node, parent = parent, f.parents.get(parent)
+    return isinstance(parent, ast.Call) and unparse(parent.func) == "len" and node in parent.args
+
+
 def _assigned_names(node: ast.Assign) -> set[str]:
     return {unparse(e) for t in node.targets for e in (t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t])}
 
@@ -301,6 +337,8 @@ def check_no_truncation(f: ScriptFacts) -> list[Hit]:
     enabled = f.calls_named("enable_truncation")  # a `tokenizers` tokenizer told to truncate every call
     for c in f.calls:
         if not _is_tokenizer_call(c) or has_splat(c) or _truncates(f, c) or enabled or f.dead(c) or _cut_by_hand(f, c):
+            continue
+        if _only_measured(f, c):
             continue
         padding = kwarg(c, "padding")
         padded = padding is not None and not is_const(padding, False, None, "do_not_pad")
