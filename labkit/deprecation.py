@@ -16,7 +16,7 @@ MOVED = {
     "labkit.cli_errors": "labkit.cli.errors",
     "labkit.contention": "labkit.course.bench",
     "labkit.course_times": "labkit.course.times",
-    "labkit.grading": "labkit.classroom.grading",
+    "labkit.grading": "labkit.classroom.grader",  # and its gradebook and kernel
     "labkit.junit": "labkit.course.junit",
     "labkit.notebook_checks": "labkit.course.params_check",
     "labkit.report": "labkit.course.report",

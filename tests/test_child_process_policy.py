@@ -109,7 +109,7 @@ def _server(tmp_path: Path) -> dict:
 
 
 def _grader(tmp_path: Path) -> dict:
-    from labkit.classroom.grading import grade_notebook
+    from labkit.classroom.grader import grade_notebook
 
     dump = tmp_path / "grader.json"
     release = tmp_path / "release"

@@ -18,7 +18,8 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from labkit.classroom.grading import Row, _verdict, default_limit, gradebook_html, pass_rates, summary
+from labkit.classroom.gradebook import Row, gradebook_html, pass_rates, summary
+from labkit.classroom.grader import _verdict, default_limit
 from labkit.classroom.release import write_release
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -190,7 +190,8 @@ def _cmd_grade(args) -> int:
     import shutil
     import tempfile
 
-    from labkit.classroom.grading import check_release, grade, learner_folders, summary
+    from labkit.classroom.gradebook import summary
+    from labkit.classroom.grader import check_release, grade, learner_folders
     from labkit.paths import RELEASE_MARKER
     from labkit.classroom.release import write_release
 
