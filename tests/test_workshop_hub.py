@@ -1,0 +1,190 @@
+"""`labkit workshop hub` as a room meets it: a real JupyterHub on loopback, 3 learners in Chromium.
+
+Each learner logs in with their own password, opens notebook 03 of their own copy of the release in
+JupyterLab, answers exercise 03.2 and runs its check (✅), and saves.  Learner 2 then tries to read learner 1's
+notebook through the hub (learner 2's cookies on learner 1's contents API: refused) and through the file system
+(as learner 2's account: permission denied).  Learner 3's cell allocates beyond the room's memory cap and gets
+`MemoryError`; the same kernel runs the next cell.  Stopping leaves no process behind: none of the hub's, none of
+a learner account's.  The accounts (random names, so a real room on this machine is never touched) are removed.
+
+Needs root (the room makes Unix accounts: CI's container and this course's machines run as root), Chromium,
+configurable-http-proxy (both installed by `make setup`) and jupyterhub (the `lab` extra).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from test_browser import CHROMIUM, CHROMIUM_ARGS, RENDER_MS, _grade_cell, _unavailable, learner_release, run_cell
+from test_browser import type_into
+
+ROOT = Path(__file__).parents[1]
+NOTEBOOK, GRADE_ID = "03_memory_and_accumulation.ipynb", "nb03_ex2"
+CAP = 2 * 2**30  # each learner's address space; a kernel with torch imported uses ~0.7-1 GiB of it
+LEARNERS = 3
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(420)]
+
+
+def _needs():
+    if os.geteuid() != 0:
+        _unavailable("the room makes one Unix account per learner: run as root (CI's container does)")
+    if not Path(CHROMIUM).is_file():
+        _unavailable(f"no Chromium at {CHROMIUM} (Debian: apt-get install chromium)")
+    if shutil.which("configurable-http-proxy") is None:
+        _unavailable("no configurable-http-proxy (Debian: apt-get install node-configurable-http-proxy)")
+    for module in ("jupyterhub", "jupyterhub_idle_culler", "playwright"):
+        pytest.importorskip(module, reason=f"{module} is not installed: pip install -e '.[lab,dev]'")
+    from labkit.classroom.hub import blocking_folder
+
+    blocked = blocking_folder(Path(sys.executable))
+    if blocked:  # pyenv under /root: learners' accounts cannot start this Python (the room says so in one line)
+        _unavailable(f"{blocked} lets no other account through to {sys.executable}: chmod o+x {blocked}")
+
+
+def _solution() -> str:
+    import nbformat
+
+    nb = nbformat.read(ROOT / "notebooks" / NOTEBOOK, as_version=4)
+    src = nb.cells[_grade_cell(nb, GRADE_ID)].source
+    return "\n".join(line for line in src.splitlines() if "BEGIN SOLUTION" not in line and "END SOLUTION" not in line)
+
+
+def _login(browser, url: str, learner):
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    page.goto(f"{url}/hub/login", timeout=RENDER_MS)
+    page.fill("#username_input", learner.name)
+    page.fill("#password_input", learner.password)
+    page.click("#login_submit")
+    page.wait_for_url(f"**/user/{learner.name}/lab**", timeout=RENDER_MS)  # the hub spawned their server
+    return page
+
+
+def _open(page, url: str, learner):
+    page.goto(f"{url}/user/{learner.name}/lab/workspaces/hub/tree/notebooks/{NOTEBOOK}?reset", timeout=RENDER_MS)
+    page.locator(".jp-NotebookPanel .jp-Cell").first.wait_for(timeout=RENDER_MS)
+    page.wait_for_function(
+        "() => /\\| Idle/.test(document.querySelector('#jp-main-statusbar')?.innerText ?? '')", timeout=RENDER_MS
+    )
+    return page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell")
+
+
+def _add_cell_below(page, cells, k: int, text: str) -> str:
+    """A new cell under cell `k` holding `text`, run; returns its output."""
+    cells.nth(k).locator(".jp-InputArea-prompt").click()
+    page.keyboard.press("b")
+    added = cells.nth(k + 1)
+    type_into(page, added, text)
+    return run_cell(page, added)
+
+
+def test_a_room_of_three_learners(tmp_path):
+    _needs()
+    import nbformat
+    from playwright.sync_api import sync_playwright
+
+    from labkit.classroom import hub
+
+    t0 = time.monotonic()
+    release = learner_release(tmp_path / "release").parent
+    index = _grade_cell(nbformat.read(release / "notebooks" / NOTEBOOK, as_version=4), GRADE_ID)
+    tag = secrets.token_hex(2)
+    (tmp_path / "names.txt").write_text("".join(f"lkt{tag}-{k}\n" for k in range(1, LEARNERS + 1)))
+    names = hub.learner_names(names_file=tmp_path / "names.txt")
+    state = tmp_path / "state"
+    room = None
+    try:
+        room = hub.start(
+            release,
+            state,
+            names,
+            port=0,
+            memory=CAP,
+            idle_timeout=600,
+            lab_settings={"@jupyterlab/notebook-extension/tracker": {"windowingMode": "none"}},  # every cell in the DOM
+        )
+        one, two, three = room.learners
+        homes = {learner.name: learner.home for learner in room.learners}
+        assert all(oct(h.stat().st_mode & 0o777) == "0o700" for h in homes.values()), homes
+        assert hub.learner_notebooks(state) == {n: h / "workshop" / "notebooks" for n, h in homes.items()}
+        print(f"hub up in {room.started_s:.1f} s")
+
+        solution = _solution()
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+            pages = {}
+            try:
+                for learner in room.learners:
+                    page = pages[learner.name] = _login(browser, room.url, learner)
+                    cells = _open(page, room.url, learner)
+                    exercise, check = cells.nth(index), cells.nth(index + 1)
+                    exercise.scroll_into_view_if_needed()
+                    typed = type_into(page, exercise, solution)
+                    assert "YOUR CODE HERE" not in typed and "sum(" in typed, typed
+                    run_cell(page, exercise)
+                    out = run_cell(page, check)
+                    assert "✅ pass" in out and "❌" not in out, f"{learner.name}'s check:\n{out}"
+                    page.keyboard.press("ControlOrMeta+s")
+                    print(f"{learner.name}: logged in, 03.2 ✅ at {time.monotonic() - t0:.0f} s")
+
+                # the saved answer is in learner 1's own copy: what collecting reads
+                saved = hub.learner_notebooks(state)[one.name] / NOTEBOOK
+                deadline = time.monotonic() + 30
+                while "sum(l * n" not in saved.read_text(encoding="utf-8") and time.monotonic() < deadline:
+                    time.sleep(0.5)
+                assert "sum(l * n" in saved.read_text(encoding="utf-8"), f"{saved} was not saved"
+
+                # learner 2 reads their own notebook through the contents API, and is refused learner 1's
+                api = "api/contents/notebooks/" + NOTEBOOK
+                own = pages[two.name].request.get(f"{room.url}/user/{two.name}/{api}")
+                assert own.status == 200 and "window_loss" in own.text(), own.status
+                other = pages[two.name].request.get(f"{room.url}/user/{one.name}/{api}")
+                assert other.status == 403 and "sum(l * n" not in other.text(), (other.status, other.text()[:300])
+
+                # ... and through the file system, as their own account (learner 1 reads it: the control)
+                path = str(saved)
+                mine = subprocess.run(["runuser", "-u", one.name, "--", "cat", path], capture_output=True, text=True)
+                theirs = subprocess.run(["runuser", "-u", two.name, "--", "cat", path], capture_output=True, text=True)
+                assert mine.returncode == 0 and "sum(l * n" in mine.stdout, mine.stderr
+                assert theirs.returncode != 0 and "Permission denied" in theirs.stderr, (
+                    theirs.returncode,
+                    theirs.stderr,
+                )
+
+                # learner 3's runaway cell meets the cap; the kernel survives it, and so do the others'
+                cells = pages[three.name].locator(".jp-NotebookPanel .jp-Notebook .jp-Cell")
+                out = _add_cell_below(
+                    pages[three.name], cells, index + 1, f"import numpy as np\nbig = np.ones({CAP + 2**30}, np.uint8)"
+                )
+                assert "MemoryError" in out, f"an allocation of 3 GiB under a 2 GiB cap:\n{out}"
+                out = _add_cell_below(pages[three.name], cells, index + 2, "print('still', 6 * 7)")
+                assert "still 42" in out, out
+                cells1 = pages[one.name].locator(".jp-NotebookPanel .jp-Notebook .jp-Cell")
+                assert "✅ pass" in run_cell(pages[one.name], cells1.nth(index + 1))
+            finally:
+                for page in pages.values():
+                    page.context.close()
+                browser.close()
+
+        uids = {learner.uid for learner in room.learners}
+        seen = list(room.seen)
+        left = room.stop()
+        room = None
+        assert left == {"left_by_hub": 0, "learner_processes": 0}, f"the hub left processes behind: {left}"
+        assert not [p for p in seen if p.is_running()], "a process the hub started is still running"
+        assert not hub.processes_of(uids), "a learner's process outlived the room"
+        print(f"room stopped; {time.monotonic() - t0:.0f} s in all")
+    finally:
+        if room is not None:
+            room.stop()
+        removed = hub.remove_learners(names)
+    assert sorted(removed) == sorted(names)
+    assert not any(Path("/home", n).exists() for n in names)
