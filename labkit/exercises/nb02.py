@@ -1,9 +1,16 @@
-"""Notebook 02 (cleaning pipeline): shingles and Jaccard for near duplicates, and two questions."""
+"""Notebook 02 (cleaning pipeline): shingles and Jaccard for near duplicates, and two questions;
+`grade_fix`, the find-and-fix grader."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import TYPE_CHECKING
+
 from labkit.exercises import Choice, Quiz, answered, call, fail, passed
 from labkit.i18n import N_, _
+
+if TYPE_CHECKING:
+    from labkit.exercises.transfer import Run
 
 A = "本市今日召开新闻发布会，介绍今年一季度经济运行情况，地区生产总值同比增长5.2%。"
 B = "本市今日召开新闻发布会，介绍今年一季度经济运行情况，地区生产总值同比增长5.3%。"  # one character differs
@@ -141,3 +148,124 @@ EX3 = Quiz(
 def ex3(answer) -> bool:
     """Less but clean beats more but dirty, with the same step budget: which statements explain it? (select all)"""
     return EX3(answer)
+
+
+# ---- find and fix: `grade_fix` grades what `labkit.exercises.transfer` measured running the repaired script
+DUMP_ARTICLES, DUMP_SEED = 200, 7  # the check's crawl: the same generator as the notebooks, a seed they do not use
+MOJIBAKE_KINDS = ("U+FFFD", "mojibake", "control chars")  # damaged text
+MARKUP_KINDS = ("JavaScript", "CSS", "HTML tags")  # page code left in the text
+MAX_BAD_SHARE = 0.01  # of the records returned, per kind of damage (ftfy's heuristic may flag a rare clean text)
+MIN_KEPT = 0.7  # of the records a correct cleaner keeps
+
+
+def prepare_fix(out: Path) -> dict:
+    from labkit.corpus import generate
+    from labkit.corpus.dump import write_dump
+
+    info = write_dump(generate(DUMP_ARTICLES, seed=DUMP_SEED), out / "dump", seed=DUMP_SEED)
+    return {
+        "kwargs": {"crawl_dir": str(info.crawl_dir)},
+        "n_records": info.n_records,
+        "n_clean": info.expected.get("clean", 0),
+    }
+
+
+def _shown(record: dict, n: int = 50) -> str:
+    title, body = str(record.get("title") or ""), str(record.get("body") or "")
+    return _("title {title}, body {body}").format(
+        title=repr(title[:n]) + ("..." if len(title) > n else ""),
+        body=repr(body[:n]) + ("..." if len(body) > n else ""),
+    )
+
+
+def cleaning_audit(records: list[dict]) -> dict:
+    """Notebook 01's instruments on what a loader returned: noise flags and field-length outliers per record."""
+    from labkit.corpus import inspection as ins
+
+    flags = ins.noise_flags(records)
+    lengths = ins.field_lengths(records)
+    return {
+        "records": len(records),
+        "mojibake": [i for i in range(len(records)) if flags.loc[i, list(MOJIBAKE_KINDS)].any()],
+        "markup": [i for i in range(len(records)) if flags.loc[i, list(MARKUP_KINDS)].any()],
+        "outliers": {i: v for i, v in enumerate(lengths["outlier"]) if v != "ok"},
+    }
+
+
+def _damage_hint(records: list[dict], damaged: list[int], n: int) -> str:
+    """What kind of damaged text the loader kept (U+FFFD, latin-1 mojibake, control characters), most common first."""
+    from labkit.corpus import inspection as ins
+
+    flags = ins.noise_flags([records[i] for i in damaged])
+    kinds = {
+        "U+FFFD": _(
+            "U+FFFD where bytes were thrown away: decoding every file as UTF-8 with errors='replace' destroys "
+            "GBK/Big5/UTF-16 text -- decode by the real encoding (BOM, strict UTF-8, a detector) and reject what "
+            "still carries U+FFFD"
+        ),
+        "mojibake": _("UTF-8 read as latin-1 (æ–°é—») that nobody repaired -- ftfy undoes it (labkit.cleaning.repair)"),
+        "control chars": _("control characters -- strip them"),
+    }
+    counts = {k: int(flags[k].sum()) for k in kinds}
+    order = sorted((k for k in kinds if counts[k]), key=lambda k: -counts[k])
+    first = next(i for i, row in zip(damaged, flags[order[0]]) if row)
+    parts = _("; ").join(_("{count} with {kind}").format(count=counts[k], kind=kinds[k]) for k in order)
+    return _(
+        "{damaged} of {n} records carry damaged text, e.g. {example}: {parts}. labkit.cleaning does all of it "
+        "(clean_paths, or readers + validate.clean_record)"
+    ).format(damaged=len(damaged), n=n, example=_shown(records[first]), parts=parts)
+
+
+def grade_fix(run: Run) -> bool:
+    records = run.context.get("records")
+    if records is None:
+        fail(_("main(...) must return the records it trained on: a list of dicts with 'title' and 'body'"))
+    if not records:
+        fail(_("your loader kept no record at all: a cleaner that throws everything away is not a cleaner"))
+    a = cleaning_audit(records)
+    n, limit = a["records"], max(1, int(MAX_BAD_SHARE * a["records"]))
+    if len(a["mojibake"]) > limit:
+        fail(_damage_hint(records, a["mojibake"], n))
+    if len(a["markup"]) > limit:
+        r = records[a["markup"][0]]
+        fail(
+            _(
+                "{count} of {n} records still carry script/style code or tags, e.g. {example}. The regex "
+                "<script.*?>.*?</script> has no re.DOTALL and no re.IGNORECASE: multi-line and <SCRIPT> blocks slip "
+                "through. Extract the text with an HTML parser (or labkit.cleaning)"
+            ).format(count=len(a["markup"]), n=n, example=_shown(r))
+        )
+    if len(a["outliers"]) > limit:
+        kinds = sorted(set(a["outliers"].values()))
+        i = next(iter(a["outliers"]))
+        fail(
+            _(
+                "{count} of {n} records have fields out of shape ({kinds}; titles must be 10-60 characters, bodies at "
+                "least 50), e.g. {example}. A CSV row with a column too many or too few shifts every field (the title "
+                "becomes a category or the body, the body a URL), and a swapped row puts the body in the title: check "
+                "each row's fields (reject misaligned rows, swap back swapped ones) and reject titles that are "
+                "missing, too short or too long"
+            ).format(count=len(a["outliers"]), n=n, kinds=", ".join(kinds), example=_shown(records[i]))
+        )
+    want = run.context.get("n_clean", 0)
+    if n < MIN_KEPT * want:
+        fail(
+            _(
+                "clean now, but your loader kept only {n} records where a correct cleaner keeps {want}: it throws away "
+                "good data (a whole container, or every record with a repairable defect)"
+            ).format(n=n, want=want)
+        )
+    return passed(
+        _(
+            "the cleaning audit on the {n} records you trained on: {mojibake} with mojibake/U+FFFD, {markup} with "
+            "script/markup, {outliers} with fields out of shape; a correct cleaner keeps {want} of this crawl's "
+            "{records} records"
+        ).format(
+            n=n,
+            mojibake=len(a["mojibake"]),
+            markup=len(a["markup"]),
+            outliers=len(a["outliers"]),
+            want=want,
+            records=run.context.get("n_records"),
+        )
+    )

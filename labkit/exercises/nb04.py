@@ -1,12 +1,17 @@
-"""Notebook 04 (launching DDP): the launch command, each rank's device, a question."""
+"""Notebook 04 (launching DDP): the launch command, each rank's device, a question;
+`grade_fix`, the find-and-fix grader."""
 
 from __future__ import annotations
 
 import shlex
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from labkit.exercises import Choice, Quiz, answered, call, fail, passed
 from labkit.i18n import N_, _
+
+if TYPE_CHECKING:
+    from labkit.exercises.transfer import Run
 
 
 GPUS = 4  # the node ex1 asks about: one machine, 4 GPUs, no accelerate config file
@@ -194,3 +199,125 @@ EX3 = Quiz(
 def ex3(answer) -> bool:
     """A run at world size 1 on a 4-GPU machine: which of these tell you within a minute? (select all)"""
     return EX3(answer)
+
+
+# ---- find and fix: `grade_fix` grades what `labkit.exercises.transfer` measured running the repaired script
+def replicas(run: Run) -> dict:
+    """The replica audit over the ranks' parameter checksums: did the replicas stay one model?"""
+    from labkit.distributed import audit
+
+    return audit.replica_audit({r: {"checksums": rep.get("checksums", {})} for r, rep in run.ranks.items()})
+
+
+def joined(run: Run) -> dict[int, dict]:
+    """Each process's view of the job as the script joined it (not what the launcher set): the launch audit's input."""
+    out = {}
+    for r, rep in sorted(run.ranks.items()):
+        j = rep.get("joined") or {}
+        out[r] = {
+            "env": {"world_size": j.get("world_size", 1), "rank": j.get("rank", 0), "launcher": "torchrun"},
+            "backend": j.get("backend"),
+            "pid": rep.get("pid"),
+            "host": rep.get("host"),
+        }
+    return out
+
+
+def id_overlap(run: Run) -> dict:
+    """The data audit over example ids (a list sliced per rank is a new list: indices would not compare)."""
+    from labkit.distributed import audit
+
+    ranks = {r: {"samples": rep.get("sample_ids") or []} for r, rep in sorted(run.ranks.items())}
+    if not all(ranks[r]["samples"] and all(i is not None for e in ranks[r]["samples"] for i in e) for r in ranks):
+        fail(_("the check saw no examples drawn from a DataLoader on some rank: keep the DataLoader over the examples"))
+    union = len({i for v in ranks.values() for e in v["samples"] for i in e})
+    return audit.data_audit({r: {"samples": v["samples"], "dataset_size": union} for r, v in ranks.items()})
+
+
+def _doctor(text: str, codes: tuple[str, ...]) -> list:
+    """`labkit doctor script`'s findings of `codes` on the learner's script (its entry called, as a file would)."""
+    from labkit.doctor.script import check_source
+
+    if "__main__" not in text:
+        text += '\n\nif __name__ == "__main__":\n    main()\n'
+    return [f for f in check_source(text, "your script") if f.code in codes]
+
+
+def placed(run: Run, codes: tuple[str, ...] = ("model_not_on_device",)) -> None:
+    """Fail when the script would put every rank on one card: the check runs on CPU, where every rank uses the
+    host and no audit can see it, so the device placement is read from the script (`labkit doctor script`)."""
+    found = _doctor(run.source, codes)
+    if found:
+        f = found[0]
+        fail(
+            _(
+                "it runs right on CPU, but labkit doctor script finds line {line}: {message} -- on a GPU node every "
+                "rank would pile onto one card. Fix: {fix}"
+            ).format(line=f.line, message=f.message, fix=f.fix)
+        )
+
+
+def grade_fix(run: Run) -> bool:
+    from labkit.distributed import audit
+
+    la = audit.launch_audit(joined(run))
+    inited = [bool((rep.get("joined") or {}).get("initialized")) for rep in run.ranks.values()]
+    if not any(inited):
+        alone = _(
+            "the launch audit: {processes} processes started and each one is alone -- world size {world_size}, ranks "
+            "seen {ranks_seen}, no process group"
+        ).format(processes=la["processes"], world_size=la["world_size"], ranks_seen=la["ranks_seen"])
+        if id_overlap(run)["overlap_pct"] == 0:
+            fail(
+                _(
+                    "{alone}. Each process now takes its own half of the data, but nothing called init_process_group: "
+                    "that is two single-process runs. Call torch.distributed.init_process_group(...) (it reads RANK "
+                    "and WORLD_SIZE from torchrun's environment) and wrap the model in DistributedDataParallel"
+                ).format(alone=alone)
+            )
+        fail(
+            _(
+                "{alone}. torchrun passes no --local_rank (it stays 0 in every process) and nothing called "
+                "init_process_group: read LOCAL_RANK (RANK, WORLD_SIZE) from the environment and call "
+                "torch.distributed.init_process_group(...) before building the model"
+            ).format(alone=alone)
+        )
+    if not la["distributed"]:
+        fail(
+            _(
+                "the launch audit: world size {world_size}, ranks seen {ranks_seen}: the processes did not join one "
+                "process group of 2 -- let init_process_group read RANK/WORLD_SIZE from torchrun's environment"
+            ).format(world_size=la["world_size"], ranks_seen=la["ranks_seen"])
+        )
+    data = id_overlap(run)
+    if data["overlap_pct"] > 0:
+        fail(
+            _(
+                "one process group now, but the ranks trained on the same examples (overlap {overlap:.0f} %): the "
+                "shard still comes from --local_rank, which is 0 in every process under torchrun. Take the rank from "
+                "the process group (dist.get_rank()) or the environment, or use a DistributedSampler"
+            ).format(overlap=data["overlap_pct"])
+        )
+    rep = replicas(run)
+    if not rep["identical"].get("first_forward", True):
+        fail(
+            _(
+                "the replica audit: the models differ already at the first forward pass -- wrap the model in "
+                "DistributedDataParallel (it broadcasts rank 0's weights) before training"
+            )
+        )
+    if not rep["identical"].get("final", False):
+        fail(
+            _(
+                "the replica audit: the two models differ after training -- each process trained its own copy. Wrap "
+                "the model in DistributedDataParallel (after moving it to this rank's device) so every step averages "
+                "the gradients of all ranks"
+            )
+        )
+    placed(run, ("model_not_on_device", "legacy_launch"))
+    return passed(
+        _(
+            "the launch audit: world size {world_size}, ranks {ranks_seen}, backend {backend}; disjoint shards; the "
+            "replica audit: identical at the first forward pass and after training"
+        ).format(world_size=la["world_size"], ranks_seen=la["ranks_seen"], backend=la["backend"])
+    )

@@ -1,9 +1,16 @@
-"""Notebook 05 (samplers and seeds): add the missing set_epoch, count what DistributedSampler pads, a question."""
+"""Notebook 05 (samplers and seeds): add the missing set_epoch, count what DistributedSampler pads, a question;
+`grade_fix`, the find-and-fix grader."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from labkit.exercises import Choice, Quiz, answered, call, fail, passed
+from labkit.exercises.nb04 import replicas
 from labkit.i18n import N_, _
+
+if TYPE_CHECKING:
+    from labkit.exercises.transfer import Run
 
 N_EXAMPLES, WORLD, EPOCHS = 48, 2, 3
 
@@ -197,3 +204,77 @@ EX3 = Quiz(
 def ex3(answer) -> bool:
     """Per-rank seeds and a hand-made split: which statements are true? (select all that apply)"""
     return EX3(answer)
+
+
+# ---- find and fix: `grade_fix` grades what `labkit.exercises.transfer` measured running the repaired script
+def _audit_input(run: Run) -> dict[int, dict]:
+    return {
+        r: {"samples": rep.get("samples", []), "dataset_size": rep.get("dataset_size", 0)}
+        for r, rep in sorted(run.ranks.items())
+    }
+
+
+def _data_audit(run: Run) -> dict:
+    from labkit.distributed import audit
+
+    ranks = _audit_input(run)
+    if not all(len(r["samples"]) >= 2 for r in ranks.values()):
+        fail(
+            _(
+                "the check saw fewer than 2 epochs of a DataLoader on some rank: keep one DataLoader pass over the "
+                "examples per epoch (the data audit reads the indices it hands out)"
+            )
+        )
+    return audit.data_audit(ranks)
+
+
+def _first_bad_epoch(a: dict, key: str) -> dict:
+    return max(a["epochs"], key=lambda e: e[key])
+
+
+def grade_fix(run: Run) -> bool:
+    a = _data_audit(run)
+    world = len(run.ranks)
+    n_changed, n_bounds = a["order_changes"]
+    if a["overlap_pct"] >= 99.9 and a["work_factor"] >= world - 1e-9:
+        fail(
+            _(
+                "the data audit: overlap {overlap:.0f} %, work factor {work_factor:.1f} -- every rank trained on every "
+                "example, so the ranks repeat each other's work. Give each rank its own shard: "
+                "DistributedSampler(dataset, num_replicas=world, rank=rank, seed=seed)"
+            ).format(overlap=a["overlap_pct"], work_factor=a["work_factor"])
+        )
+    if a["overlap_pct"] > 0 or a["missing"] > 0:
+        e = _first_bad_epoch(a, "overlap_pct")
+        fail(
+            _(
+                "the data audit: in epoch {epoch} the ranks' shards overlap ({overlap:.0f} % of the examples seen were "
+                "seen by more than one rank) and {missing} of {size} examples were never seen. Each rank shuffled "
+                "with its own seed, so 'every N-th example of my shuffle' is not a partition: shuffle with the same "
+                "seed on every rank (plus the epoch), or use DistributedSampler + set_epoch"
+            ).format(epoch=e["epoch"], overlap=e["overlap_pct"], missing=e["missing"], size=a["dataset_size"])
+        )
+    if n_changed == 0:
+        fail(
+            _(
+                "the data audit: disjoint and complete, but the order changed at 0 of {boundaries} epoch boundaries -- "
+                "every epoch replays the same order. Put the epoch into the shuffle's seed (DistributedSampler: "
+                "sampler.set_epoch(epoch) at the start of every epoch)"
+            ).format(boundaries=n_bounds)
+        )
+    if n_changed < n_bounds:
+        fail(
+            _(
+                "the data audit: the order changed at only {changed} of {boundaries} (rank x epoch) boundaries: "
+                "reshuffle at the start of every epoch, before the epoch's batches are drawn"
+            ).format(changed=n_changed, boundaries=n_bounds)
+        )
+    rep = replicas(run)
+    if not rep["identical"].get("final", True):
+        fail(_("the data split is right now, but the replicas differ after training: keep the model wrapped in DDP"))
+    return passed(
+        _(
+            "the data audit: overlap 0 %, coverage {coverage:.0f} %, the order changed at {changed} of {boundaries} "
+            "epoch boundaries; replicas identical after training"
+        ).format(coverage=a["coverage_pct"], changed=n_changed, boundaries=n_bounds)
+    )

@@ -1,11 +1,17 @@
-"""Notebook 06 (exploding gradients): a clip threshold from a trace, truncation with the tokenizer, a question."""
+"""Notebook 06 (exploding gradients): a clip threshold from a trace, truncation with the tokenizer, a question;
+`grade_fix`, the find-and-fix grader."""
 
 from __future__ import annotations
 
 import statistics
+from typing import TYPE_CHECKING
 
 from labkit.exercises import Choice, Quiz, answered, call, fail, passed
 from labkit.i18n import N_, _
+from labkit.training.monitor import SPIKE_FACTOR
+
+if TYPE_CHECKING:
+    from labkit.exercises.transfer import Run
 
 
 # the accepted clip threshold rescales between these shares of the trace's steps: enough to catch the spikes,
@@ -151,3 +157,144 @@ EX3 = Quiz(
 def ex3(answer) -> bool:
     """lr=0.1 with AdamW and clipping at 1.0: which statements are true? (select all)"""
     return EX3(answer)
+
+
+# ---- find and fix: `grade_fix` grades what `labkit.exercises.transfer` measured running the repaired script
+# Two repairs are right, the two notebook 06 measures: a learning rate low enough that the grad-norm monitor sees no
+# layer spike (section 3's `+ lr 3e-3` row ends lowest), or what the loop lacks -- clipping and a warmup (the
+# recipe's insurance). Either way the run must still learn.
+CLIP_LIMIT = 2.0  # the largest gradient norm a clipped step may apply (the notebook's recipe clips at 1.0)
+MIN_STEPS = 10
+LEARNS = 0.85  # the mean loss of the last 4 steps must end below this share of the first step's (shipped: ~0.73)
+
+
+def _monitor_line(verdict: dict | None) -> str:
+    """The grad-norm monitor's verdict in one clause (which layer spiked first, on which batch)."""
+    if not verdict:
+        return ""
+    nf, sp = verdict.get("first_nonfinite"), verdict.get("first_spike")
+    if nf:
+        return _("the grad-norm monitor: the first non-finite {where} at step {step}").format(
+            where=nf["where"], step=nf["step"]
+        )
+    if not sp:
+        return _("the grad-norm monitor saw no layer spike")
+    hostile = [i for i in sp.get("ids", []) if str(i).startswith("hostile")]
+    return _(
+        "the grad-norm monitor: the first spike at step {step} in {layer}, {factor:.0f}x its moving baseline"
+    ).format(step=sp["step"], layer=sp["layer"], factor=sp["factor"]) + (
+        _(", on a batch holding the crawl accident {id}").format(id=hostile[0]) if hostile else ""
+    )
+
+
+def grade_fix(run: Run) -> bool:
+    import math
+    import statistics
+
+    rep = run.ranks[0]
+    steps, losses = rep.get("steps", []), rep.get("losses", [])
+    if len(steps) < MIN_STEPS or not all("pre_clip_norm" in s for s in steps):
+        fail(
+            _(
+                "the check saw {steps} optimizer steps after loss.backward() (at least {min_steps} needed): keep "
+                "fit(...) running its steps -- backward, then optimizer.step()"
+            ).format(steps=len(steps), min_steps=MIN_STEPS)
+        )
+    verdict = rep.get("monitor") or {}
+    monitor = _monitor_line(verdict)
+    bad = [i for i, x in enumerate(losses) if not math.isfinite(x)]
+    if bad:
+        fail(
+            _(
+                "the loss went non-finite at step {step}: {monitor}. Lower the learning rate, or clip and warm up"
+            ).format(step=bad[0] + 1, monitor=monitor)
+        )
+    first, end = losses[0], statistics.fmean(losses[-4:])
+    lrs = [s["lr"] for s in steps]
+    peak = max(lrs)
+    if end > LEARNS * first:
+        fail(
+            _(
+                "the loss fell only from {first:.2f} to {end:.2f} (the mean of the last 4 steps): at a peak learning "
+                "rate of {peak:g} the run no longer learns in {steps} steps -- lower the learning rate until the spikes "
+                "stop, not until the training does (the notebook's `+ lr 3e-3` row learns)"
+            ).format(first=first, end=end, peak=peak, steps=len(steps))
+        )
+    n_spikes = verdict.get("n_spikes", 0)
+    unclipped = [s for s in steps if s["applied_norm"] > CLIP_LIMIT * 1.001]
+    large = [s for s in steps if s["pre_clip_norm"] > CLIP_LIMIT]
+    warm = lrs[0] <= 0.5 * peak
+    learned = _("the loss fell from {first:.2f} to {end:.2f}").format(first=first, end=end)
+    clipped = not unclipped and warm and large  # the insurance recipe: every step bounded, warmed up, seen to act
+    if n_spikes == 0 and not clipped:
+        return passed(
+            _(
+                "the grad-norm monitor saw no layer spike in {steps} steps (the largest jump: {factor:.1f}x a layer's "
+                "moving baseline, a spike is over {limit:g}x) at a peak learning rate of {peak:g}; {learned}"
+            ).format(
+                steps=len(steps),
+                factor=verdict.get("max_factor", 0.0),
+                limit=SPIKE_FACTOR,
+                peak=peak,
+                learned=learned,
+            )
+        )
+    spikes = _("{monitor} (layer spikes in {steps} steps: {n})").format(monitor=monitor, n=n_spikes, steps=len(steps))
+    if unclipped:
+        worst = max(unclipped, key=lambda s: s["applied_norm"])
+        fail(
+            _(
+                "{spikes}; the optimizer applied a gradient of norm {norm:.3g} at step {step}. Nothing bounds these "
+                "steps: with AdamW every weight moves by about lr per step whatever the gradient (exercise 3). Lower "
+                "the learning rate (peak {peak:g} now) until the monitor sees no spike -- the notebook's `+ lr 3e-3` "
+                "row -- or give the loop what it lacks{warmup}: torch.nn.utils.clip_grad_norm_(model.parameters(), "
+                "1.0) between backward() and step()"
+            ).format(
+                spikes=spikes,
+                norm=worst["applied_norm"],
+                step=worst["step"],
+                peak=peak,
+                warmup="" if warm else _(", a warmup and clipping"),
+            )
+        )
+    if not warm:
+        fail(
+            _(
+                "{spikes}. Every gradient is clipped now, but the first optimizer step already ran at lr={lr:g}, the "
+                "full learning rate (peak {peak:g}): Adam's first steps, with no history in its moment estimates, are "
+                "the largest and least informed. Warm up (e.g. LinearLR(optimizer, start_factor=0.01, total_iters=W), "
+                "stepped once per optimizer step), or lower the learning rate until the monitor sees no spike"
+            ).format(spikes=spikes, lr=lrs[0], peak=peak)
+        )
+    if not large:
+        fail(
+            _(
+                "no step produced a gradient above {limit:g} before clipping, so the check cannot see your clipping "
+                "act: keep the data as it was (the crawl accidents included) -- the repair belongs in the loop"
+            ).format(limit=CLIP_LIMIT)
+        )
+    seen = (
+        _("The monitor saw no layer spike")
+        if n_spikes == 0
+        else _(
+            "The monitor still saw {n} layer spike(s) (clipping bounds what they do to the weights; a lower "
+            "learning rate, the fix exercise 3 makes first, removes them)"
+        ).format(n=n_spikes)
+    )
+    return passed(
+        _(
+            "{large} of {steps} steps had a gradient norm above {limit:g} before clipping (up to {max_pre:.3g}); the "
+            "optimizer applied at most {max_applied:.3g}; the learning rate rose from {lr_first:.2g} to {peak:.2g}; "
+            "{learned}. {seen}"
+        ).format(
+            large=len(large),
+            steps=len(steps),
+            limit=CLIP_LIMIT,
+            max_pre=max(s["pre_clip_norm"] for s in steps),
+            max_applied=max(s["applied_norm"] for s in steps),
+            lr_first=lrs[0],
+            peak=peak,
+            learned=learned,
+            seen=seen,
+        )
+    )
