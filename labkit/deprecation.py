@@ -13,6 +13,7 @@ import warnings
 
 # old module -> new module
 MOVED = {
+    "labkit.cleaning.distributed": "labkit.cleaning.datatrove_engine",
     "labkit.cli_errors": "labkit.cli.errors",
     "labkit.contention": "labkit.course.bench",
     "labkit.course_times": "labkit.course.times",

@@ -170,7 +170,7 @@ def test_labkit_clean_imports_only_the_cleaning_code(tmp_path: Path):
     }
     allowed |= {"labkit.cleaning"}  # and its modules, but for the bench and the datatrove engine
     assert [m for m in ast.literal_eval(loaded) if m not in allowed and not m.startswith("labkit.cleaning.")] == []
-    assert "labkit.cleaning.bench" not in loaded and "labkit.cleaning.distributed" not in loaded
+    assert "labkit.cleaning.bench" not in loaded and "labkit.cleaning.datatrove_engine" not in loaded
 
 
 def test_labkit_clean_as_the_program_freezes_the_gc_before_exiting(tmp_path: Path):

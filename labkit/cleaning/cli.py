@@ -132,7 +132,7 @@ def _datatrove(args: argparse.Namespace, limits: dict) -> dict | None:
     # an optional extra (the slim cleaning image leaves it out): ask for it without importing it
     if importlib.util.find_spec("datatrove") is None:
         raise UsageError("--engine datatrove needs datatrove: run `make setup` (or pip install -e '.[scale]')")
-    from labkit.cleaning.distributed import clean_distributed
+    from labkit.cleaning.datatrove_engine import clean_distributed
 
     slurm = {"partition": args.slurm_partition} if args.slurm_partition else None
     report = clean_distributed(

@@ -191,7 +191,7 @@ def _results(files: list[tuple[Path, str]], limits: Limits, workers: int, spool_
 def plan_files(inputs) -> tuple[list[tuple[Path, str]], list[str], int]:
     """What `labkit clean` reads, in its order: (files as (path, id-relative name), skipped paths, bytes).
 
-    Both engines plan with it (`labkit.cleaning.distributed`), so they read the same files in the same order."""
+    Both engines plan with it (`labkit.cleaning.datatrove_engine`), so they read the same files in the same order."""
     files, skipped, total = [], [], 0
     for path, rel in iter_files([str(p) for p in inputs]):
         if path.suffix.lower() in EXTENSIONS:
