@@ -104,11 +104,12 @@ def test_the_third_heldout_set_comes_from_repositories_no_earlier_split_used():
 
 # ---- the line itself (issue #29): recall >= 95 % and at most 1 false alarm per 20, on the whole corpus and on
 # each held-out split. Where a split is below it, the measured figures are the mark's reason (never a looser line).
+# heldout and heldout2 met it after their misses were fed back (9f71e67, general facts, each with its own fixture);
+# heldout3 is kept aside: its misses are not fed back, so its mark stays until the doctor meets the line on it.
 BELOW_LINE = {
-    "heldout": "measured 93.3 % recall (28 of 30), 0.00 false alarms per 20 on 22 scripts at 22075d0: below 95 %; "
-    "the misses are unsynced_seed (007) and model_not_on_device (026)",
-    "heldout2": "measured once, at 22075d0: 90.0 % recall (27 of 30), 1.33 false alarms per 20 on 15 scripts "
-    "(as first labelled 89.7 %, 2.67; one label corrected, see the corpus README)",
+    "heldout3": "measured once, at e5da426: 90.9 % recall (30 of 33), 1.90 false alarms per 20 on 21 scripts "
+    "(misses: no_seed and no_warmup in 203, no_seed in 215; false alarms: no_truncation in 209, "
+    "no_distributed_sampler in 216)",
 }
 
 
@@ -122,7 +123,7 @@ def scored_corpus():
     "split",
     [
         pytest.param(n, marks=pytest.mark.xfail(strict=False, reason=BELOW_LINE[n])) if n in BELOW_LINE else n
-        for n in ("heldout", "heldout2", "all")
+        for n in ("heldout", "heldout2", "heldout3", "all")
     ],
 )
 def test_the_doctor_meets_the_line_on_the_whole_corpus_and_each_heldout_split(scored_corpus, split):
