@@ -12,4 +12,7 @@ from labkit.training.own_data import prepare_data  # noqa: F401  (the data folde
 from labkit.training.rank_program import main, preflight, register, run  # noqa: F401  (the public names of the program)
 
 if __name__ == "__main__":
+    from labkit.distributed.env import whole_lines
+
+    whole_lines()  # two ranks' lines never glue on the launcher's pipe (notebook 04's accelerate run did)
     sys.exit(main())

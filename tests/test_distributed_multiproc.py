@@ -7,6 +7,7 @@ after each, no process of the job may survive.
 
 from __future__ import annotations
 
+import re
 import threading
 
 import psutil
@@ -184,3 +185,42 @@ def test_sampler_runs_share_one_budget_and_differ_by_their_flags(tmp_path, data_
     assert frozen["order_changes"] == (0, 2) and frozen["same_order_every_epoch"] is True
     assert [line.split(":")[0] for line in lines] == ["no_set_epoch", "no_sampler"]
     assert (tmp_path / "no_sampler" / "ranks").is_dir()
+
+
+CHATTY = """import os, pathlib, time
+from labkit.distributed.env import whole_lines
+if __name__ == "__main__":  # the launcher's preflight imports the module in the parent too
+    whole_lines()  # as labkit.train does
+    rank, out = os.environ["RANK"], pathlib.Path(os.environ["LABKIT_OUT"])
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"ready{rank}").touch()
+    while len(list(out.glob("ready*"))) < 2:  # start together, as ranks do after joining their group
+        time.sleep(0.01)
+    for i in range(3000):
+        # several writes per line (print writes each argument and separator on its own when unbuffered)
+        print("rank", rank, "line", i, "x" * 40, flush=True)
+"""
+
+
+@pytest.mark.timeout(150)
+def test_accelerate_launch_relays_each_ranks_lines_whole(tmp_path, monkeypatch):
+    """Two ranks under `accelerate launch` print at once on the launcher's pipe: every line relayed is one rank's
+    whole line (notebook 04 printed `[rank 0/2] launcher=accelerate ...[rank 1/2] launcher=accelerate ...` on one
+    line; without whole_lines() this module's 6,000 lines came back with 353 glued)."""
+    (tmp_path / "chatty_ranks.py").write_text(CHATTY)
+    monkeypatch.syspath_prepend(str(tmp_path))  # for that import
+    res = launch(
+        [],
+        2,
+        out_dir=tmp_path / "out",
+        module="chatty_ranks",
+        launcher="accelerate",
+        env={"PYTHONPATH": str(tmp_path)},
+        check=False,
+        echo=None,
+    )
+    assert res.returncode == 0, res.tail()
+    said = [line for line in res.log if "line" in line]
+    whole = re.compile(r"rank \d line \d+ x{40}")
+    assert [line for line in said if not whole.fullmatch(line)] == []
+    assert len(said) == 6000

@@ -196,3 +196,19 @@ def cleanup() -> None:
 
     if dist.is_available() and dist.is_initialized():
         dist.destroy_process_group()
+
+
+def whole_lines() -> None:
+    """Make this rank write each line of its stdout and stderr in one piece (one `write` to the fd).
+
+    The launcher runs ranks with PYTHONUNBUFFERED=1 so their output is live; unbuffered, `print` hands its text, its
+    separators and its newline to the fd one by one, so two ranks printing at once (after joining their group) glue
+    into one line: on the pipe `accelerate launch` gives its ranks, or in torchrun's tee, whose tail relays a partial
+    line as it finds it.  Line buffering keeps the output as live and each line whole (a pipe write of a line up to
+    PIPE_BUF is atomic)."""
+    import sys
+
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)  # a notebook's or a test's replacement may have none
+        if reconfigure is not None:
+            reconfigure(line_buffering=True, write_through=False)
