@@ -115,6 +115,8 @@ def test_a_room_of_three_learners(tmp_path):
         homes = {learner.name: learner.home for learner in room.learners}
         assert all(oct(h.stat().st_mode & 0o777) == "0o700" for h in homes.values()), homes
         assert hub.learner_notebooks(state) == {n: h / "workshop" / "notebooks" for n, h in homes.items()}
+        culler = [p for p in room.seen if "jupyterhub_idle_culler" in " ".join(p.cmdline())]
+        assert culler, "the idle culler is not running as a hub service"
         print(f"hub up in {room.started_s:.1f} s")
 
         solution = _solution()
@@ -165,8 +167,15 @@ def test_a_room_of_three_learners(tmp_path):
                     pages[three.name], cells, index + 1, f"import numpy as np\nbig = np.ones({CAP + 2**30}, np.uint8)"
                 )
                 assert "MemoryError" in out, f"an allocation of 3 GiB under a 2 GiB cap:\n{out}"
-                out = _add_cell_below(pages[three.name], cells, index + 2, "print('still', 6 * 7)")
-                assert "still 42" in out, out
+                # ... and the room's thread share reached it: cores / learners, through the thread policy
+                share = hub.learner_threads(LEARNERS)
+                out = _add_cell_below(
+                    pages[three.name],
+                    cells,
+                    index + 2,
+                    "import os, torch\nprint('still', 6 * 7, os.environ['OMP_NUM_THREADS'], torch.get_num_threads())",
+                )
+                assert f"still 42 {share} {share}" in out, out
                 cells1 = pages[one.name].locator(".jp-NotebookPanel .jp-Notebook .jp-Cell")
                 assert "✅ pass" in run_cell(pages[one.name], cells1.nth(index + 1))
             finally:

@@ -542,6 +542,7 @@ DEFAULT_STATE = Path.home() / "labkit-room"
 def register(wsub) -> None:
     """`labkit workshop hub` (labkit.classroom.cli registers it with the other `workshop` actions)."""
     from labkit.cli.errors import positive_int
+    from labkit.course.cli import add_language_option
 
     h = wsub.add_parser(
         "hub",
@@ -554,7 +555,7 @@ def register(wsub) -> None:
     who.add_argument("--learners", type=positive_int, default=None, help="accounts labkit-learner-01..NN")
     who.add_argument("--names", type=Path, default=None, help="a file with one account name per line")
     h.add_argument("--release", type=Path, default=None, help="the learner release (default: written into STATE)")
-    h.add_argument("--lang", default=None, help="the edition of the release written when --release is not given")
+    add_language_option(h, "the edition of the release written when --release is not given")
     h.add_argument("--state", type=Path, default=DEFAULT_STATE, help=f"the room's folder (default {DEFAULT_STATE})")
     h.add_argument(
         "--ip",
