@@ -141,14 +141,53 @@ except pm.PapermillExecutionError as exc:   # the release's unsolved checks: rai
 """
 
 
+COURSE_FILES = (
+    "notebooks",
+    "data_samples",
+    "docs/workshop.md",
+    "docs/instructor/answers.md",
+    "docs/zh_CN/workshop.md",
+    "docs/zh_CN/instructor/answers.md",
+)
+
+
+def test_setup_py_packs_what_the_release_writer_reads():
+    """setup.py's list is the release writer's inputs: the notebooks, the data, the guide and the answers."""
+    import ast
+
+    tree = ast.parse((ROOT / "setup.py").read_text(encoding="utf-8"))
+    listed = next(
+        ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign) and n.targets[0].id == "COURSE_FILES"
+    )
+    assert tuple(listed) == COURSE_FILES and all((ROOT / rel).exists() for rel in COURSE_FILES)
+
+
+def test_an_install_without_the_course_files_says_so_in_one_line(tmp_path, monkeypatch, capsys):
+    from labkit.cli import main
+
+    monkeypatch.setattr(paths, "PACKAGED_COURSE", tmp_path / "site-packages" / "labkit" / "course_files")
+    monkeypatch.setattr(paths, "__file__", str(tmp_path / "site-packages" / "labkit" / "paths.py"))
+    monkeypatch.chdir(tmp_path)
+    assert paths.course_source() is None
+    assert main(["course", "workshop", "--out", str(tmp_path / "release")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "carries no course files" in err[0] and "--notebooks" in err[0], err
+
+
 def _build_wheel(tmp: Path) -> Path:
     """A wheel of this project, built from a copy of its sources (the checkout is never written to)."""
     src = tmp / "src"
     src.mkdir()
-    for name in ("pyproject.toml", "README.md", "LICENSE"):
+    for name in ("pyproject.toml", "setup.py", "README.md", "LICENSE"):
         if (ROOT / name).exists():
             shutil.copy2(ROOT / name, src / name)
     shutil.copytree(ROOT / "labkit", src / "labkit", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    for rel in COURSE_FILES:  # what setup.py's build_py puts in the wheel, as a checkout holds them
+        if (ROOT / rel).is_dir():
+            shutil.copytree(ROOT / rel, src / rel, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+        else:
+            (src / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / rel, src / rel)
     r = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", str(src), "-w", str(tmp)],
         capture_output=True,
@@ -205,9 +244,7 @@ def test_wheel_install_release_reads_and_writes_inside_the_release(tmp_path):
             "workshop",
             "--out",
             str(release),
-            "--notebooks",
-            str(ROOT / "notebooks"),
-        ],
+        ],  # no --notebooks: the wheel's own copy of the course (labkit/course_files)
         capture_output=True,
         text=True,
         cwd=tmp_path,
@@ -216,6 +253,26 @@ def test_wheel_install_release_reads_and_writes_inside_the_release(tmp_path):
     )
     assert r.returncode == 0, r.stderr
     assert (release / RELEASE_MARKER).is_file() and (release / "data_samples" / "scripts" / "story_broken.py").is_file()
+    assert sorted(p.name for p in (release / "notebooks").glob("*.ipynb")) == sorted(
+        p.name for p in (ROOT / "notebooks").glob("*.ipynb")
+    ), "every notebook released from the wheel's copy"
+    assert "in the room:" in (release / "README.md").read_text(encoding="utf-8"), "the guide's agenda came along"
+    zh = tmp_path / "release_zh"
+    r = subprocess.run(
+        [str(py.parent / "labkit"), "course", "workshop", "--out", str(zh), "--lang", "zh_CN", "--solutions"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=180,
+    )
+    assert r.returncode == 0, r.stderr
+    zh_nb = nbformat.read(zh / "notebooks" / NOTEBOOK, as_version=4)
+    zh_src = nbformat.read(ROOT / "notebooks" / "zh_CN" / NOTEBOOK, as_version=4)
+    assert [c.source for c in zh_nb.cells] == [c.source for c in zh_src.cells], "the Chinese edition, from the wheel"
+    assert (zh / "ANSWERS.md").read_text(encoding="utf-8") == (ROOT / "docs/zh_CN/instructor/answers.md").read_text(
+        encoding="utf-8"
+    )
     token = f"release copy {tmp_path.name}"
     with open(release / "data_samples" / "scripts" / "story_broken.py", "a", encoding="utf-8") as f:
         f.write(f"# {token}\n")  # only the release's copy says this

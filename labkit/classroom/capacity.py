@@ -65,10 +65,16 @@ class Row:
         return self.seconds / self.figures.wall if self.figures.wall else 1.0
 
 
-def predict_seconds(wall: float, cpu: float, learners: int, cores: float) -> float:
-    """One learner's wall seconds when `learners` run the notebook at once on `cores` (the module's model)."""
-    waiting = max(0.0, wall - cpu)
-    return max(wall, waiting + learners * cpu / max(cores, 1e-9))
+def predict_seconds(wall: float, cpu: float, learners: int, cores: float, solo_cores: float | None = None) -> float:
+    """One learner's wall seconds when `learners` run the notebook at once on `cores` (the module's model).
+
+    `solo_cores`: the cores the run alone had (default `cores`: an idle machine). On a shared machine the run alone
+    also waited for a core; that wait is not the notebook's own and is not counted twice."""
+    parallel = max(1.0, cpu / wall) if wall > 0 else 1.0  # the processes x threads the notebook keeps busy
+    solo_rate = min(parallel, solo_cores if solo_cores else cores)
+    waiting = max(0.0, wall - cpu / solo_rate)  # a child, the disk, a sleep: not computing
+    rate = min(parallel, max(cores, 1e-9) / learners)
+    return max(wall if solo_cores is None else 0.0, waiting + cpu / rate)
 
 
 def from_runs(folder: str | Path) -> dict[str, Figures]:
@@ -90,19 +96,19 @@ def from_runs(folder: str | Path) -> dict[str, Figures]:
 
 
 def from_times(path: str | Path) -> dict[str, Figures]:
-    """Figures from `docs/times.json`: each notebook's `idle` arm with `cpu_seconds` and `peak_rss_mb`."""
+    """Figures from `docs/times.json`: each notebook's `resources` (`labkit course times --runs DIR --update`)."""
     table = json.loads(Path(path).read_text(encoding="utf-8"))
     out: dict[str, Figures] = {}
     for number, entry in table.get("notebooks", {}).items():
-        idle = entry.get("idle") or {}
-        if idle.get("seconds") is None or idle.get("cpu_seconds") is None or idle.get("peak_rss_mb") is None:
+        used = entry.get("resources") or {}
+        if used.get("seconds") is None or used.get("cpu_seconds") is None or used.get("peak_rss_mb") is None:
             continue
         out[number] = Figures(
             number,
             entry.get("stem", number),
-            float(idle["seconds"]),
-            float(idle["cpu_seconds"]),
-            float(idle["peak_rss_mb"]),
+            float(used["seconds"]),
+            float(used["cpu_seconds"]),
+            float(used["peak_rss_mb"]),
         )
     return out
 
@@ -218,6 +224,21 @@ def render(rows: list[Row], cores: float, memory_mb: float, server_mb: float = S
 # ---- the check: N simulated learners running one notebook at once ------------------------------------------
 
 
+def _machine_busy() -> float:
+    """CPU seconds the whole machine has computed since boot (every process, niced ones included)."""
+    import psutil
+
+    t = psutil.cpu_times()
+    return t.user + t.nice + t.system + getattr(t, "irq", 0.0) + getattr(t, "softirq", 0.0)
+
+
+def _children_cpu() -> float:
+    import resource
+
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
 def simulate(
     notebook: str, learners: int, out: str | Path, notebooks_dir: str | Path | None = None, timeout: float = 900
 ) -> list[dict]:
@@ -233,6 +254,7 @@ def simulate(
         procs.append(subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=dict(os.environ)))
     deadline = time.monotonic() + timeout
     errors = []
+    t0, busy0, ours0 = time.monotonic(), _machine_busy(), _children_cpu()
     for p in procs:
         try:
             _, err = p.communicate(timeout=max(1, deadline - time.monotonic()))
@@ -241,10 +263,15 @@ def simulate(
             _, err = p.communicate()
         if p.returncode != 0:
             errors.append((err or b"").decode("utf-8", "replace").strip().splitlines()[-1:])
+    wall = time.monotonic() - t0
+    # what the rest of the machine computed meanwhile (another user's job, on a shared machine): the room had
+    # the cores minus that
+    background = max(0.0, (_machine_busy() - busy0) - (_children_cpu() - ours0)) / max(wall, 1e-9)
     statuses = []
     for k in range(learners):
         found = sorted((out / f"learner{k + 1}").glob("*/status.json"))
-        statuses.append(json.loads(found[0].read_text(encoding="utf-8")) if found else {"status": "missing"})
+        st = json.loads(found[0].read_text(encoding="utf-8")) if found else {"status": "missing"}
+        statuses.append({**st, "background_cores": round(background, 2)})
     if errors:
         raise RuntimeError(f"{len(errors)} simulated learner(s) failed: {errors}")
     return statuses
@@ -259,16 +286,26 @@ def check(notebook: str, learners: list[int], out: str | Path, cores: float | No
     if solo.get("status") != "passed" or solo.get("cpu_seconds") is None:
         raise RuntimeError(f"the run alone did not pass or recorded no CPU seconds: {solo}")
     f = Figures(notebook, solo["stem"], float(solo["seconds"]), float(solo["cpu_seconds"]), float(solo["peak_rss_mb"]))
-    progress(f"alone: {f.wall:.1f} s, {f.cpu:.1f} CPU s, peak {f.peak_mb:.0f} MB")
+    progress(
+        f"alone: {f.wall:.1f} s, {f.cpu:.1f} CPU s, peak {f.peak_mb:.0f} MB "
+        f"(the rest of the machine used {solo.get('background_cores', 0):.2f} core(s) meanwhile)"
+    )
     result = {"notebook": f.stem, "cores": cores, "alone": solo, "rooms": []}
     for n in learners:
         runs = simulate(notebook, n, out / f"room{n}")
         seconds = [float(r["seconds"]) for r in runs]
         predicted = predict_seconds(f.wall, f.cpu, n, cores)
+        # the cores the room had, and those the run alone had: what the rest of a shared machine left
+        free = max(0.1, cores - runs[0].get("background_cores", 0.0))
+        solo_free = max(0.1, cores - solo.get("background_cores", 0.0))
+        predicted_free = predict_seconds(f.wall, f.cpu, n, free, solo_free)
         mean = sum(seconds) / len(seconds)
         room = {
             "learners": n,
             "predicted_s": round(predicted, 1),
+            "background_cores": runs[0].get("background_cores"),
+            "predicted_free_cores_s": round(predicted_free, 1),
+            "error_free_cores": round((mean - predicted_free) / predicted_free, 3),
             "measured_s": [round(s, 1) for s in seconds],
             "mean_s": round(mean, 1),
             "error": round((mean - predicted) / predicted, 3),
@@ -277,7 +314,9 @@ def check(notebook: str, learners: list[int], out: str | Path, cores: float | No
         result["rooms"].append(room)
         progress(
             f"{n} learners: predicted {predicted:.1f} s each, measured {', '.join(f'{s:.1f}' for s in seconds)} s "
-            f"(mean {mean:.1f}: {100 * room['error']:+.0f} %)"
+            f"(mean {mean:.1f}: {100 * room['error']:+.0f} %); the rest of the machine used "
+            f"{room['background_cores']:.2f} core(s) meanwhile: on the {free:.2f} left, predicted {predicted_free:.1f} s "
+            f"({100 * room['error_free_cores']:+.0f} %)"
         )
     (out / "room.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     return result

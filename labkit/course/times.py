@@ -88,18 +88,31 @@ def _measured(folder: Path, source: str, note: str) -> dict | None:
     run = read_run(folder)
     if run.results is None:
         return None
-    entry = {
+    return {
         "seconds": round(float(run.results["seconds"]), 1),
         "profile": run.results.get("profile", "smoke"),
         "date": run.date[:10],
         "source": source,
         "note": note,
     }
-    # what the kernel's process tree used, as the runner measured it (labkit.usage): `labkit workshop plan` reads it
-    for key in ("cpu_seconds", "peak_rss_mb"):
-        if (run.status or {}).get(key) is not None:
-            entry[key] = run.status[key]
-    return entry
+
+
+def resources(folder: Path, note: str) -> dict | None:
+    """What a notebook's run used, as the runner measured it (`status.json`: the runner's wall seconds, the kernel
+    tree's CPU seconds and peak RSS, `labkit.usage`), or None for a run without them (skipped, failed, or older)."""
+    run = read_run(folder)
+    st = run.status or {}
+    if st.get("status") != "passed" or st.get("cpu_seconds") is None or st.get("peak_rss_mb") is None:
+        return None
+    return {
+        "seconds": st["seconds"],
+        "cpu_seconds": st["cpu_seconds"],
+        "peak_rss_mb": st["peak_rss_mb"],
+        "profile": (run.results or {}).get("profile", "smoke"),
+        "date": (run.date or "")[:10],
+        "source": "labkit course run (status.json: wall and CPU seconds, peak RSS of the kernel's process tree)",
+        "note": note,
+    }
 
 
 def _bench_row(path: Path, stem: str, note: str) -> dict | None:
@@ -155,6 +168,10 @@ def refresh(
                     m["busy"] = busy
                 entry[arm] = m
                 changed.append(f"{number}: {arm} {m['seconds']} s")
+            used = resources(Path(folder) / path.stem, note) if arm == "idle" and Path(folder).is_dir() else None
+            if used is not None:  # `labkit workshop plan` reads them
+                entry["resources"] = used
+                changed.append(f"{number}: resources {used['cpu_seconds']} CPU s, {used['peak_rss_mb']} MB")
     table["notebooks"] = dict(sorted(table["notebooks"].items()))
     return changed
 
