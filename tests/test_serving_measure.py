@@ -9,20 +9,21 @@ import pytest
 
 import serving_helpers as h
 from labkit.serving import measure
+from labkit.serving.measure import stack as stack_module
 
 pytestmark = pytest.mark.timeout(240)
 
 
 def test_served_stack_follows_triton_availability(monkeypatch):
-    monkeypatch.setattr(measure, "triton_available", lambda: False)
+    monkeypatch.setattr(stack_module, "triton_available", lambda: False)
     assert measure.served_stack() == "api+ort"
-    monkeypatch.setattr(measure, "triton_available", lambda: True)
+    monkeypatch.setattr(stack_module, "triton_available", lambda: True)
     assert measure.served_stack() == "api+triton"
 
 
 def test_without_triton_the_api_ort_stack_answers(monkeypatch, tmp_path_factory, tmp_path):
-    monkeypatch.setattr(measure, "triton_available", lambda: False)
-    monkeypatch.setattr(measure, "start_triton", lambda *a, **k: pytest.fail("Triton must not start"))
+    monkeypatch.setattr(stack_module, "triton_available", lambda: False)
+    monkeypatch.setattr(stack_module, "start_triton", lambda *a, **k: pytest.fail("Triton must not start"))
     art = h.artifacts(tmp_path_factory.getbasetemp() / "serving")
     kind = measure.served_stack()
     with ExitStack() as stack:

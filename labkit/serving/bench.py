@@ -35,7 +35,7 @@ from labkit.cli.errors import (
 )
 from labkit.i18n import _
 from labkit.serving.loadgen import LEVELS, closed_loop, open_loop, payloads_from_texts, run_sync, sweep
-from labkit.serving.measure import post_generate
+from labkit.serving.measure.stack import post_generate
 
 TARGETS = {"qps_c16_vs_isolated": 0.7, "p50_c1_over_single_ms": 10.0, "p50_c1_ms": 30.0, "qps_c16_vs_baseline": 20.0}
 # Served runs send at least this many requests per client: 160 requests at 16 clients last 0.6 s, mostly
@@ -173,12 +173,13 @@ def compare(
 ) -> Comparison:
     """The one measuring path of `labkit bench serve --compare` and notebook 08.
 
-    `stacks` maps a name to `measure.start_stack` settings (default: api+triton before / now).  All stacks stay
+    `stacks` maps a name to `measure.stack.start_stack` settings (default: api+triton before / now).  All stacks stay
     up and the closed-loop runs alternate between them for `rounds` rounds, at least `REQUESTS_PER_CLIENT` per
-    client, so load on a shared machine hits every stack alike; the model's own limit (`measure.isolated`) is
+    client, so load on a shared machine hits every stack alike; the model's own limit (`measure.timing.isolated`) is
     timed between the loads in each round.  Then, per server, an open-loop run at `open_rate` (0: none) and the
     `ask` bodies sent one by one (answers kept in `Comparison.answers`); the baseline runs last, on its own."""
-    from labkit.serving.measure import isolated, isolated_generator, start_stack
+    from labkit.serving.measure.stack import start_stack
+    from labkit.serving.measure.timing import isolated, isolated_generator
     from labkit.serving.ort_generate import serving_threads
 
     log_dir.mkdir(parents=True, exist_ok=True)
