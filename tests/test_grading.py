@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import copy
 import csv
+import json
+import os
 import subprocess
 import sys
 import time
@@ -221,3 +223,100 @@ def test_a_real_course_notebook_is_graded_per_exercise(tmp_path):
     assert exercises[0] == "03.1" and len(exercises) >= 3
     assert book[("ann", "03.1")]["status"] == "pass", book[("ann", "03.1")]
     assert all(book[("ann", ex)]["status"] == "not attempted" for ex in exercises[1:]), book
+
+
+# ---- a room graded in parallel, in limits, with a predict-then-run question ------------------------------------
+
+PREDICT_NB = "03_tiny_predict.ipynb"
+
+
+def tiny_predict_notebook():
+    """03's predict-then-run shape: predict (a solution cell), measure, reveal (the check); then one quiz."""
+    predict = "from labkit.exercises.predictions import predict\nguess = None\n"
+    predict += "### BEGIN SOLUTION\nguess = 12\n### END SOLUTION\npredict('03', guess)"
+    cells = [
+        new_markdown_cell("# predict, then run"),
+        _cell("solution", predict, "nb03_ex1"),
+        new_code_cell("measured = 15.8  # what the notebook measures"),
+        _cell("check", "from labkit.exercises.predictions import reveal\nreveal('03', measured)", "nb03_ex1_check"),
+        _cell("solution", "ans2 = None\n### BEGIN SOLUTION\nans2 = 'A'\n### END SOLUTION", "nb03_ex2"),
+        _cell("check", f"from labkit.exercises import quiz\nquiz(ans2, 'A', {OPTIONS})", "nb03_ex2_check"),
+    ]
+    kernel = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    return new_notebook(cells=cells, metadata={"kernelspec": kernel, "labkit": {"minutes": 0.1, "title": "tiny"}})
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(400)
+def test_a_room_is_graded_in_parallel_within_limits_and_predictions_are_answered(tmp_path):
+    base = tmp_path / "instructor"
+    (base / "notebooks").mkdir(parents=True)
+    nbformat.write(tiny_predict_notebook(), base / "notebooks" / PREDICT_NB)
+    release = tmp_path / "release"
+    write_release(release, [base / "notebooks" / PREDICT_NB])
+    learner = nbformat.read(release / "notebooks" / PREDICT_NB, as_version=4)
+
+    def submit(who, guess=None, ans2=None):
+        nb = copy.deepcopy(learner)
+        if guess is not None:
+            nb.cells[
+                1
+            ].source = f"from labkit.exercises.predictions import predict\nguess = {guess}\npredict('03', guess)"
+        if ans2 is not None:
+            nb.cells[4].source = ans2
+        (tmp_path / "subs" / who).mkdir(parents=True)
+        nbformat.write(nb, tmp_path / "subs" / who / PREDICT_NB)
+
+    submit("ana", guess=12, ans2="ans2 = 'A'\nimport os\nprint('canary:', os.environ.get('LABKIT_GRADER_CANARY'))")
+    submit("ben", guess=40, ans2="ans2 = 'B'")  # a far one: answered all the same
+    submit("cat", guess=15, ans2="blocks = []\nwhile True:\n    blocks.append(bytearray(64 * 2**20))")  # memory
+    submit("dan", guess=16, ans2="while True:\n    pass")  # never ends
+    submit("eve")  # nothing done
+    out = tmp_path / "grades"
+    t0 = time.monotonic()
+    r = subprocess.run(
+        [sys.executable, "-m", "labkit.cli", "course", "grade", str(tmp_path / "subs"), "--out", str(out)]
+        + ["--release", str(release), "--timeout", "25", "--jobs", "3", "--memory", "1500M"],
+        capture_output=True,
+        text=True,
+        timeout=360,
+        cwd=tmp_path,
+        env={**os.environ, "LABKIT_GRADER_CANARY": "the instructor's secret"},
+    )
+    wall = time.monotonic() - t0
+    assert r.returncode == 0, r.stdout + r.stderr
+    book = _read(out)
+    status = {k: v["status"] for k, v in book.items()}
+    for who, guess in (("ana", "12"), ("ben", "40"), ("cat", "15"), ("dan", "16")):
+        row = book[(who, "03.1")]
+        assert row["status"] == "answered" and row["prediction"] == guess and row["measured"] == "15.8", row
+    assert book[("ana", "03.1")]["hint"] == "close" and book[("ben", "03.1")]["hint"].startswith("not close")
+    assert status[("eve", "03.1")] == status[("eve", "03.2")] == "not attempted"
+    assert status[("ana", "03.2")] == "pass" and status[("ben", "03.2")] == "fail"
+    assert "memory limit 1.46 GiB reached at cell 4 (MemoryError)" in book[("cat", "03.2")]["note"], book[
+        ("cat", "03.2")
+    ]
+    assert "time limit 25 s" in book[("dan", "03.2")]["note"] and status[("dan", "03.2")] == "not run"
+    page = (out / "gradebook.html").read_text(encoding="utf-8")
+    assert "predictions against the measurement" in page and "answered: 40 vs 15.8" in page
+
+    runs = json.loads((out / "grading.json").read_text())["notebooks"]
+    spans = sorted((n["started"], n["started"] + n["seconds"]) for n in runs)
+    overlapping = sum(1 for (a0, a1), (b0, _) in zip(spans, spans[1:]) if b0 < a1)
+    assert overlapping >= 2, f"graded one after another: {spans}"
+    assert wall < sum(n["seconds"] for n in runs), (wall, runs)  # the room took less than its notebooks' sum
+    assert all(n.get("cpu_seconds", 0) > 0 and n.get("peak_rss_mb", 0) > 0 for n in runs), runs
+    shown = (out / "executed" / "ana" / PREDICT_NB).read_text(encoding="utf-8")
+    assert "labkit-revealed" not in shown and len(nbformat.reads(shown, as_version=4).cells) == len(learner.cells)
+    assert "canary: None" in shown, "the grader's environment stays out of the learner's kernel"
+
+
+def test_the_learner_environment_leaves_the_instructors_out(tmp_path, monkeypatch):
+    from labkit.classroom.sandbox import learner_env
+
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret")
+    monkeypatch.setenv("LANG", "zh_CN.UTF-8")
+    env = learner_env(tmp_path / "work", tmp_path / "work" / "runs")
+    assert "AWS_SECRET_ACCESS_KEY" not in env and env["LANG"] == "zh_CN.UTF-8"
+    assert env["HOME"].startswith(str(tmp_path)) and env["TMPDIR"].startswith(str(tmp_path))
+    assert env["OMP_NUM_THREADS"] == "1" and env["LABKIT_RUNS_DIR"] == str(tmp_path / "work" / "runs")

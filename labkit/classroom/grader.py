@@ -16,11 +16,16 @@ outputs:
   put back as released and run, and its verdict is shown in the hint -- an edited check never counts as a pass;
 * `check deleted` -- no cell of the notebook is that check;
 * `invalid notebook` -- the file is not a notebook (not JSON, not nbformat 4);
-* `not submitted` -- the learner has no such notebook (others have).
+* `not submitted` -- the learner has no such notebook (others have);
+* `answered` -- a predict-then-run question (its check cell calls `reveal`): the learner predicted and the notebook
+  measured; the row holds both. A prediction is never a pass or a fail (`labkit.exercises.predictions`).
 
 A notebook the release does not hold is listed with the status `unknown notebook`. Nothing a learner wrote
-can stop the grader: every problem becomes a row. The learner's code runs as the user who runs the grader --
-grade untrusted submissions in a container or a throw-away account.
+can stop the grader: every problem becomes a row. Notebooks are graded `jobs` at once (default: the thread policy's
+share, `labkit.classroom.sandbox.default_jobs`), each in a child with a minimal environment, a time limit and a
+memory limit (`labkit.classroom.sandbox`); a notebook that runs out of either is stopped and its rows say why. The
+learner's code still runs as the user who runs the grader -- grade untrusted submissions in a container or a
+throw-away account. `DIR/grading.json` records each notebook's start, seconds, CPU seconds and peak memory.
 
 Writes the gradebook (`labkit.classroom.gradebook`: `DIR/gradebook.csv`, `DIR/gradebook.html`) and
 `DIR/executed/<learner>/<notebook>` (what each learner's notebook showed when graded). Why not nbgrader's autograder: docs/decisions.md.
@@ -28,6 +33,8 @@ Writes the gradebook (`labkit.classroom.gradebook`: `DIR/gradebook.csv`, `DIR/gr
 
 from __future__ import annotations
 
+import json
+import re
 import shutil
 import tempfile
 from collections import Counter
@@ -35,8 +42,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from labkit.classroom import gradebook, kernel
+from labkit.classroom import gradebook, kernel, sandbox
 from labkit.classroom.gradebook import (
+    ANSWERED,
     DELETED,
     EDITED,
     ERROR,
@@ -51,13 +59,15 @@ from labkit.classroom.gradebook import (
     exercise_key,
 )
 from labkit.classroom.release import STUB, cell_checksum, cell_source, grade_id, is_check, is_solution, read_marker
+from labkit.atomic import atomic_write_text
 from labkit.cli.errors import UsageError
 from labkit.config import get_config
 from labkit.paths import RELEASE_MARKER
-from labkit.threads import child_env
+from labkit.results import read_json
 
 PASS_MARK, FAIL_MARK = "✅ pass", "❌ fail:"
 MIN_LIMIT_S, LIMIT_PER_MINUTE_S = 120, 240  # default limit: 4x the notebook's minutes, at least 2 minutes
+REVEAL_RE = re.compile(r"""\breveal\(\s*["'](\d+)["']""")  # a predict-then-run check: reveal("03", res)
 
 
 @dataclass
@@ -67,6 +77,8 @@ class NotebookGrade:
     rows: list[Row] = field(default_factory=list)
     seconds: float = 0.0
     note: str = ""
+    started: float = 0.0  # time.time() when its child started
+    usage: dict = field(default_factory=dict)  # the kernel tree's cpu_seconds and peak_rss_mb
 
 
 def default_limit(minutes: float) -> int:
@@ -109,10 +121,27 @@ def _first_error(events: list[dict], skip: set[int]) -> str:
     return ""
 
 
+def _question(check_cell) -> str | None:
+    """The predict-then-run question a check cell reveals ("03"), or None for a check with a right answer."""
+    m = REVEAL_RE.search(cell_source(check_cell)) if check_cell is not None else None
+    return m.group(1).zfill(2) if m else None
+
+
+def _shown(value) -> str:
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
 def grade_notebook(
-    learner: str, path: Path, release: Path, checks: list[dict], limit: float, executed_dir: Path | None = None
+    learner: str,
+    path: Path,
+    release: Path,
+    checks: list[dict],
+    limit: float,
+    executed_dir: Path | None = None,
+    memory: int | None = None,
 ) -> NotebookGrade:
-    """Grade one learner notebook against the release's `checks` (the marker's entry for it)."""
+    """Grade one learner notebook against the release's `checks` (the marker's entry for it), in a child limited
+    to `limit` seconds and `memory` bytes of address space."""
     import nbformat
 
     name = path.name
@@ -169,15 +198,13 @@ def grade_notebook(
         events, status = work / "events.jsonl", work / "status.json"
         out_nb = (executed_dir / learner / name) if executed_dir else work / "executed.ipynb"
         out_nb.parent.mkdir(parents=True, exist_ok=True)
-        # the kernel (started by the child) inherits the child-process policy of labkit.threads, for the model a
-        # learner's notebook trains by default (its parameters cell: the smoke profile's)
-        env = {
-            **child_env(preset=get_config().model_preset),
-            "LABKIT_RUNS_DIR": str(work / "runs"),
-            "MPLBACKEND": "Agg",
-        }
-        child = kernel.run(nb_path, work / "notebooks", env, events, status, out_nb, limit)
-        g.seconds, evs, end = child.seconds, child.events, child.end
+        # a minimal environment with the child-process policy of labkit.threads, for the model a learner's notebook
+        # trains by default (its parameters cell: the smoke profile's)
+        env = sandbox.learner_env(work, work / "runs", preset=get_config().model_preset)
+        child = kernel.run(nb_path, work / "notebooks", env, events, status, out_nb, limit, memory)
+        g.seconds, g.started, evs, end = child.seconds, child.started, child.events, child.end
+        g.usage = {k: end[k] for k in ("cpu_seconds", "peak_rss_mb") if k in end}
+        revealed = read_json(work / sandbox.REVEALED) or {}
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -189,6 +216,10 @@ def grade_notebook(
         note = f"{end['status']} at cell {end.get('cell')}: {end.get('error', '')}".strip()[:300]
     else:
         note = _first_error(evs, check_cells)
+    # under RLIMIT_AS an allocation past the limit fails in the learner's cell (MemoryError) -- the kernel lives on
+    memory_error = next((e for e in evs if (e.get("error") or [""])[0] == "MemoryError"), None)
+    if memory and memory_error:
+        note = f"memory limit {memory / 2**30:.3g} GiB reached at cell {memory_error['cell']} (MemoryError)"
     g.note = note
     for c in checks:
         ex = c["exercise"]
@@ -200,10 +231,17 @@ def grade_notebook(
         sols = [cell for cell in nb.cells if is_solution(cell) and grade_id(cell) in c["solutions"]]
         if status != PASS and status != NOT_RUN and sols and all(_stub_left(s) for s in sols):
             status, hint = NOT_ATTEMPTED, ""
+        qid = _question(released.get(c["grade_id"]))
+        answer = revealed.get(qid) if qid and status in (PASS, FAIL) else None
+        if answer is not None:  # predicted and measured: answered, whatever the distance
+            status, hint = ANSWERED, "close" if answer.get("close") else "not close: the reveal explains why"
         if tampered.get(ex) == EDITED:
             hint = f"put back as released and run: {status}{': ' + hint if hint else ''}"
             status = EDITED
-        g.rows.append(Row(learner, name, ex, status, hint, note))
+        row = Row(learner, name, ex, status, hint, note)
+        if answer is not None:
+            row.prediction, row.measured = _shown(answer.get("prediction")), _shown(answer.get("measured"))
+        g.rows.append(row)
     return g
 
 
@@ -241,12 +279,16 @@ def grade(
     out: str | Path,
     release: str | Path,
     limit: float | None = None,
-    jobs: int = 1,
+    jobs: int | None = None,
     progress=print,
+    memory: int | None = None,
 ) -> list[Row]:
     """Grade every learner folder of `submissions` against `release` (a folder `labkit course workshop` wrote)
-    into `out` (gradebook.csv, gradebook.html, executed/); returns the rows. `limit`: seconds per notebook
-    (default `default_limit` of the notebook's minutes); `jobs`: notebooks graded at once."""
+    into `out` (gradebook.csv, gradebook.html, executed/, grading.json); returns the rows. `limit`: seconds per
+    notebook (default `default_limit` of the notebook's minutes); `jobs`: notebooks graded at once (default
+    `sandbox.default_jobs`); `memory`: bytes of address space per notebook (default `sandbox.default_memory`)."""
+    jobs = jobs or sandbox.default_jobs(get_config().model_preset)
+    memory = memory or sandbox.default_memory(jobs)
     out = Path(out)
     learners = learner_folders(submissions)
     rel = Path(release)
@@ -275,7 +317,7 @@ def grade(
         entry = index[path.name]
         lim = limit if limit else default_limit(entry.get("minutes", 0))
         try:
-            g = grade_notebook(name, path, rel, entry["checks"], lim, out / "executed")
+            g = grade_notebook(name, path, rel, entry["checks"], lim, out / "executed", memory)
         except Exception as exc:  # noqa: BLE001 -- a grader bug on one notebook must not stop the room
             g = NotebookGrade(name, path.name, note=f"grader error: {type(exc).__name__}: {exc}"[:300])
             g.rows = [Row(name, path.name, c["exercise"], ERROR, "", g.note) for c in entry["checks"]]
@@ -286,6 +328,13 @@ def grade(
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         results = list(pool.map(one, ordered))
     rows = [r for g in results for r in g.rows]
+    runs = [
+        {"learner": g.learner, "notebook": g.notebook, "started": g.started, "seconds": g.seconds, "note": g.note}
+        | g.usage
+        for g in results
+    ]
+    limits = {"jobs": jobs, "memory_bytes": memory, "time_limit_s": limit}
+    atomic_write_text(out / "grading.json", json.dumps({"limits": limits, "notebooks": runs}, indent=2) + "\n")
     for nb_name, who in sorted(submitted.items()):
         for learner in learners:
             if learner.name not in who:

@@ -1,10 +1,13 @@
 """One learner notebook in a child process of its own, and the parent's side of it.
 
-The child (`python -m labkit.classroom.kernel NB CWD EVENTS STATUS EXECUTED LIMIT`) drives the kernel through
+The child (`python -m labkit.classroom.kernel NB CWD EVENTS STATUS EXECUTED LIMIT MEMORY`) first limits itself and
+what it starts (`labkit.classroom.sandbox.apply_limits`: MEMORY bytes of address space), then drives the kernel through
 nbclient -- the engine under papermill -- with `allow_errors`, so a failed check never stops the later exercises;
 each executed code cell's outputs go to EVENTS as they happen (JSON lines: a parent that has to kill the child still
 has them), the end to STATUS, the executed notebook to EXECUTED. `run` starts the child in its own session, gives it
 LIMIT seconds plus a grace for the kernel's shutdown, then stops its group and the kernel's, and returns what it saw.
+
+The end also carries the kernel tree's CPU seconds and peak memory (`labkit.usage`).
 """
 
 from __future__ import annotations
@@ -19,8 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from labkit.atomic import atomic_write_text
+from labkit.classroom.sandbox import apply_limits
 from labkit.procs import stop_group
 from labkit.results import read_json
+from labkit.usage import TreeUsage
 
 GRACE_S = 30  # the child's own cleanup (kernel shutdown) before the parent kills it
 TEXT_MAX = 4000
@@ -42,10 +47,15 @@ def _outputs(cell) -> dict:
     return {"text": "".join(text)[:TEXT_MAX], "error": error}
 
 
-def execute(notebook: str, cwd: str, events: str, status: str, executed: str, limit: float) -> None:
+def execute(
+    notebook: str, cwd: str, events: str, status: str, executed: str, limit: float, memory: int | None = None
+) -> None:
     """Run `notebook` with its kernel's cwd at `cwd`, errors allowed, until done or `limit` seconds: each
     executed code cell's outputs are appended to `events` (JSON lines, as they happen: a grader that has to
-    kill this process still has them), the end to `status`, the executed notebook to `executed`."""
+    kill this process still has them), the end to `status`, the executed notebook to `executed`. With `memory`,
+    this process and the kernel may hold that many bytes of address space (set before the kernel starts)."""
+    if memory:
+        apply_limits(memory)
     import nbformat
     from nbclient import NotebookClient
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
@@ -83,8 +93,10 @@ def execute(notebook: str, cwd: str, events: str, status: str, executed: str, li
     client.on_cell_start = on_cell_start
     client.on_cell_executed = on_cell_executed
     end = {"status": "done"}
+    usage = TreeUsage()  # this process's children: the kernel and what it started
     try:
-        client.execute()
+        with usage:
+            client.execute()
     except (_TimeLimit, CellTimeoutError):
         end = {"status": "time limit", "cell": state["cell"]}
     except DeadKernelError as exc:
@@ -94,6 +106,7 @@ def execute(notebook: str, cwd: str, events: str, status: str, executed: str, li
     finally:
         log.close()
     end["seconds"] = round(time.monotonic() - t0, 1)
+    end |= {"cpu_seconds": round(usage.usage.cpu_seconds, 1), "peak_rss_mb": round(usage.usage.peak_rss_mb, 1)}
     try:
         nbformat.write(nb, executed)
     except Exception:  # noqa: BLE001 -- the grade does not depend on the copy
@@ -132,14 +145,26 @@ class ChildRun:
     events: list[dict]  # each executed cell's outputs ({"cell", "text", "error"}), and the kernel's pid
     end: dict  # {"status": "done" | "time limit" | "kernel died" | "error", "cell", "error", "seconds"}
     seconds: float  # the child's wall time, as the parent saw it
+    started: float = 0.0  # when the parent started it (time.time())
 
 
-def run(notebook: Path, cwd: Path, env: dict, events: Path, status: Path, executed: Path, limit: float) -> ChildRun:
+def run(
+    notebook: Path,
+    cwd: Path,
+    env: dict,
+    events: Path,
+    status: Path,
+    executed: Path,
+    limit: float,
+    memory: int | None = None,
+) -> ChildRun:
     """Run `notebook` in a child process (kernel cwd `cwd`, environment `env`) for at most `limit` seconds (plus
-    `GRACE_S`); the events and the status file are the child's, read back here."""
+    `GRACE_S`) and, with `memory`, that many bytes of address space; the events and the status file are the
+    child's, read back here."""
     argv = [sys.executable, "-m", "labkit.classroom.kernel", str(notebook), str(cwd)]
-    argv += [str(events), str(status), str(executed), str(limit)]
+    argv += [str(events), str(status), str(executed), str(limit), str(int(memory or 0))]
     t0 = time.monotonic()
+    started = time.time()
     proc = subprocess.Popen(
         argv,
         cwd=cwd,
@@ -165,9 +190,9 @@ def run(notebook: Path, cwd: Path, env: dict, events: Path, status: Path, execut
         if not killed:
             tail = (err or b"").decode("utf-8", "replace").strip().splitlines()
             end["error"] = f"the grading process exited {proc.returncode}: {(tail or [''])[-1][:200]}"
-    return ChildRun(evs, end, seconds)
+    return ChildRun(evs, end, seconds, started)
 
 
-if __name__ == "__main__":  # the child process: python -m labkit.classroom.kernel NB CWD EVENTS STATUS EXECUTED LIMIT
-    nb_, cwd_, events_, status_, executed_, limit_ = sys.argv[1:7]
-    execute(nb_, cwd_, events_, status_, executed_, float(limit_))
+if __name__ == "__main__":  # the child: python -m labkit.classroom.kernel NB CWD EVENTS STATUS EXECUTED LIMIT MEMORY
+    nb_, cwd_, events_, status_, executed_, limit_, memory_ = sys.argv[1:8]
+    execute(nb_, cwd_, events_, status_, executed_, float(limit_), int(memory_) or None)

@@ -122,7 +122,18 @@ def register(sub) -> None:
         metavar="SECONDS",
         help="time limit per notebook (default: 4x the notebook's minutes, at least 120 s)",
     )
-    g.add_argument("--jobs", type=positive_int, default=1, help="notebooks graded at once (default 1)")
+    g.add_argument(
+        "--jobs",
+        type=positive_int,
+        default=None,
+        help="notebooks graded at once (default: the thread policy's share -- cores / threads per kernel)",
+    )
+    g.add_argument(
+        "--memory",
+        default=None,
+        metavar="SIZE",
+        help="address space each learner notebook may use, e.g. 2G (default: 80%% of the machine's memory / --jobs)",
+    )
     g.set_defaults(func=_cmd_grade)
     from labkit.i18n.cli import register as register_i18n
 
@@ -187,6 +198,9 @@ def _cmd_workshop(args) -> int:
 
 
 def _cmd_grade(args) -> int:
+    from labkit.classroom.hub import parse_size
+
+    memory = parse_size(args.memory) if args.memory else None  # a bad size: one line, exit 2, before any kernel
     import shutil
     import tempfile
 
@@ -210,7 +224,7 @@ def _cmd_grade(args) -> int:
         release = tmp / "release"
         write_release(release, [info.path for info in infos])
     try:
-        rows = grade(args.submissions, args.out, release, args.timeout, args.jobs)
+        rows = grade(args.submissions, args.out, release, args.timeout, args.jobs, memory=memory)
     finally:
         if tmp:
             shutil.rmtree(tmp, ignore_errors=True)

@@ -12,11 +12,15 @@ to take one element of a tuple.
 
 from __future__ import annotations
 
+import json
 import math
+import os
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable
 
+from labkit.atomic import atomic_write_text
 from labkit.exercises import UNANSWERED, fail, passed
 from labkit.i18n import N_, _
 
@@ -233,6 +237,16 @@ QUESTIONS: dict[str, Question] = {
 }
 
 _PREDICTIONS: dict[str, Any] = {}
+# question id -> what the last reveal compared (`revealed()`); the grader records a predict-then-run answer as
+# answered, with the prediction and the measurement -- never as a pass or a fail -- from the file it names in this
+# variable, written at each reveal (so a notebook stopped later by a time limit still has its answers recorded)
+_REVEALED: dict[str, dict] = {}
+REVEALED_FILE_ENV = "LABKIT_REVEALED_FILE"
+
+
+def revealed() -> dict[str, dict]:
+    """Each question revealed in this kernel: {"prediction", "measured", "unit", "close"} (plain JSON values)."""
+    return {k: dict(v) for k, v in _REVEALED.items()}
 
 
 def question(qid: str) -> Question:
@@ -357,6 +371,14 @@ def reveal(qid: str, measured: Any) -> bool:
         else:
             close = pred == value
         shown = f"{value:.3g} {_(q.unit)}".rstrip()
+    _REVEALED[q.id] = {
+        "prediction": pred if isinstance(pred, (int, float, str)) else str(pred),
+        "measured": value if isinstance(value, (int, float, str)) else str(value),
+        "unit": q.unit if q.tolerance[0] != "choice" else "",
+        "close": bool(close),
+    }
+    if os.environ.get(REVEALED_FILE_ENV):
+        atomic_write_text(Path(os.environ[REVEALED_FILE_ENV]), json.dumps(revealed(), default=str))
     msg = _("you predicted {prediction}, the notebook measured {measured} (close = {rule}). {explanation}").format(
         prediction=repr(pred), measured=shown, rule=q.rule, explanation=_(q.explain)
     )
