@@ -7,17 +7,21 @@ notebook through the hub (learner 2's cookies on learner 1's contents API: refus
 `MemoryError`; the same kernel runs the next cell.  Stopping leaves no process behind: none of the hub's, none of
 a learner account's.  The accounts (random names, so a real room on this machine is never touched) are removed.
 
+The course's Python may sit under a folder closed to other accounts (pyenv under `/root`, mode 0700: this machine
+and CI's container): the room opens exactly those folders to its learners' group by ACL while it runs, and stopping
+hands each back as it was (mode and ACL).
+
 Needs root (the room makes Unix accounts: CI's container and this course's machines run as root), Chromium,
 configurable-http-proxy (both installed by `make setup`) and jupyterhub (the `lab` extra).
 """
 
 from __future__ import annotations
 
+import grp
 import os
 import secrets
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -42,11 +46,10 @@ def _needs():
         _unavailable("no configurable-http-proxy (Debian: apt-get install node-configurable-http-proxy)")
     for module in ("jupyterhub", "jupyterhub_idle_culler", "playwright"):
         pytest.importorskip(module, reason=f"{module} is not installed: pip install -e '.[lab,dev]'")
-    from labkit.classroom.hub import blocking_folder
 
-    blocked = blocking_folder(Path(sys.executable))
-    if blocked:  # pyenv under /root: learners' accounts cannot start this Python (the room says so in one line)
-        _unavailable(f"{blocked} lets no other account through to {sys.executable}: chmod o+x {blocked}")
+
+def _acl(folder: Path) -> str:
+    return subprocess.run(["getfacl", "-cpn", str(folder)], capture_output=True, text=True, check=True).stdout
 
 
 def _solution() -> str:
@@ -100,6 +103,9 @@ def test_a_room_of_three_learners(tmp_path):
     (tmp_path / "names.txt").write_text("".join(f"lkt{tag}-{k}\n" for k in range(1, LEARNERS + 1)))
     names = hub.learner_names(names_file=tmp_path / "names.txt")
     state = tmp_path / "state"
+    folders = hub.folders_on_the_way(hub.learner_paths())
+    closed = [str(d) for d in folders if not d.stat().st_mode & 0o001]  # no learner passes: not owner, not group
+    before = {d: (_acl(d), d.stat().st_mode) for d in folders}
     room = None
     try:
         room = hub.start(
@@ -117,7 +123,11 @@ def test_a_room_of_three_learners(tmp_path):
         assert hub.learner_notebooks(state) == {n: h / "workshop" / "notebooks" for n, h in homes.items()}
         culler = [p for p in room.seen if "jupyterhub_idle_culler" in " ".join(p.cmdline())]
         assert culler, "the idle culler is not running as a hub service"
-        print(f"hub up in {room.started_s:.1f} s")
+        grants = hub.read_grants(state)
+        assert [g["path"] for g in grants] == closed, (grants, closed)  # exactly the closed ones, by ACL
+        gid = grp.getgrnam(hub.read_room(state)["group"]).gr_gid
+        assert all(f"group:{gid}:--x" in _acl(Path(g["path"])) for g in grants)
+        print(f"hub up in {room.started_s:.1f} s; opened to the room's group: {closed or 'nothing'}")
 
         solution = _solution()
         with sync_playwright() as p:
@@ -187,13 +197,18 @@ def test_a_room_of_three_learners(tmp_path):
         seen = list(room.seen)
         left = room.stop()
         room = None
-        assert left == {"left_by_hub": 0, "learner_processes": 0}, f"the hub left processes behind: {left}"
+        assert left == {"left_by_hub": 0, "learner_processes": 0, "grants_removed": len(closed)}, left
+        after = {d: (_acl(d), d.stat().st_mode) for d in folders}
+        assert after == before, "stopping did not hand every folder back as it was"
+        assert not any(f":{gid}:" in acl for acl, _ in after.values()) and not (state / hub.GRANTS).exists()
         assert not [p for p in seen if p.is_running()], "a process the hub started is still running"
         assert not hub.processes_of(uids), "a learner's process outlived the room"
         print(f"room stopped; {time.monotonic() - t0:.0f} s in all")
     finally:
         if room is not None:
             room.stop()
-        removed = hub.remove_learners(names)
+        removed = hub.teardown(state) if (state / hub.ROOM_FILE).exists() else hub.remove_learners(names)
     assert sorted(removed) == sorted(names)
     assert not any(Path("/home", n).exists() for n in names)
+    with pytest.raises(KeyError):
+        grp.getgrnam(hub.room_group(state))  # the room's group went with its accounts

@@ -19,6 +19,11 @@ started by `Room.start` in a process group of its own and stopped by `Room.stop`
   nobody else notices.  The limit is per process (a notebook's 2 gloo ranks get it each), not a sum.
 * **Idle culler.** `jupyterhub-idle-culler` runs as a hub service and stops servers idle for `idle_timeout` s
   (the learner's files stay; logging in again starts a fresh server).
+* **Reaching the course's Python.** A learner's server runs this Python and imports labkit; when a folder on the
+  way is closed to other accounts (pyenv under `/root`, mode 0700), the room grants search (`x`, no listing) on it to
+  its own group only, with a POSIX ACL (`setfacl -m g:<group>:x`), records each grant in `<state>/acl.json` and
+  removes exactly those entries when it stops (`setfacl -x`).  No chmod: while it lasts `ls -l` shows the ACL's
+  mask in the group bits.
 * **Stopping.** SIGTERM to the hub, which stops the learners' servers and the proxy; then whatever is left of
   the processes it started (they run in sessions of their own) and every process of a learner account is
   ended, so nothing outlives the room.  `teardown` also removes the accounts and their homes -- collect first.
@@ -29,6 +34,8 @@ collecting its paths.
 
 from __future__ import annotations
 
+import grp
+import hashlib
 import json
 import os
 import pwd
@@ -51,6 +58,7 @@ GECOS = "labkit workshop learner"  # the mark of an account the room made; teard
 RELEASE_DIR = "workshop"  # the release's copy in each learner's home
 ROOM_FILE = "room.json"
 PASSWORDS = "passwords.txt"
+GRANTS = "acl.json"  # the search grants the room made on folders it does not own: removed at stop
 NAME_RE = re.compile(r"[a-z_][a-z0-9_-]{0,31}")  # a portable Unix user name (useradd's NAME_REGEX, lower case)
 DEBIAN_NODE_MODULES = Path("/usr/share/nodejs")  # where Debian's node packages live
 START_S = 90  # the hub and its proxy up and answering (the hub's first start creates its database)
@@ -160,10 +168,29 @@ def _chown_tree(root: Path, uid: int, gid: int) -> None:
             os.chown(os.path.join(dirpath, n), uid, gid, follow_symlinks=False)
 
 
+def room_group(state: str | Path) -> str:
+    """The room's group (one per state folder): every learner is in it, and the room's search grants name it."""
+    return "labkit-room-" + hashlib.sha256(str(Path(state).resolve()).encode()).hexdigest()[:8]
+
+
+def ensure_group(name: str) -> int:
+    """The gid of group `name`, made with `groupadd` if it does not exist."""
+    try:
+        return grp.getgrnam(name).gr_gid
+    except KeyError:
+        _run(["groupadd", name])
+        return grp.getgrnam(name).gr_gid
+
+
 def create_learners(
-    names: list[str], release: str | Path, homes: str | Path = "/home", lab_settings: dict | None = None
+    names: list[str],
+    release: str | Path,
+    homes: str | Path = "/home",
+    lab_settings: dict | None = None,
+    group: str | None = None,
 ) -> list[Learner]:
     """Make (or find) each learner's account, home (0700) and copy of `release`; a new account gets a password.
+    With `group` (it must exist), every learner is in it.
 
     An account the room made before keeps its home, work and password; one that is somebody else's stops the room."""
     if os.geteuid() != 0:
@@ -183,6 +210,8 @@ def create_learners(
             password = secrets.token_urlsafe(9)
             _run(["chpasswd"], input=f"{name}:{password}\n")
             entry = pwd.getpwnam(name)
+        if group and name not in grp.getgrnam(group).gr_mem:
+            _run(["usermod", "--append", "--groups", group, name])
         home = Path(entry.pw_dir)
         os.chmod(home, 0o700)  # the line between learners: nobody but its owner (and root) enters
         learner = Learner(name, home, entry.pw_uid, password)
@@ -256,19 +285,126 @@ def check_installed() -> None:
         raise UsageError(f"the room needs {exc.name}: pip install -e '.[lab]' (`make setup` installs it)") from None
 
 
-def blocking_folder(path: Path) -> Path | None:
-    """The first folder above `path` that other accounts may not pass through (no `o+x`), or None."""
-    for folder in reversed(Path(path).resolve().parents):
-        if not folder.stat().st_mode & 0o001:
-            return folder
-    return None
+def learner_paths() -> list[Path]:
+    """What a learner's server needs to reach: this Python (the venv's link and the interpreter it resolves to), its
+    prefixes (the venv and the base installation) and labkit (a checkout or site-packages)."""
+    import sysconfig
+
+    import labkit
+
+    return [
+        Path(sys.executable),
+        Path(sys.executable).resolve(),
+        Path(sys.base_prefix),
+        Path(sys.prefix),
+        Path(sysconfig.get_paths()["purelib"]),
+        Path(labkit.__file__).parent,
+    ]
+
+
+def folders_on_the_way(paths: list[Path]) -> list[Path]:
+    """Every folder an account passes through to reach `paths` (and each of them that is a folder), outermost first;
+    a link's own folders and its target's both count."""
+    out: list[Path] = []
+    for p in map(Path, map(os.path.abspath, paths)):
+        for step in [*reversed(p.parents), p]:
+            real = step.resolve()
+            for d in [*reversed(real.parents), real]:
+                if d not in out and d.is_dir():
+                    out.append(d)
+    return out
+
+
+def first_closed(folders: list[Path], user: str) -> Path | None:
+    """The first of `folders` (outermost first) that `user` cannot pass through, as the kernel decides it for
+    that account (mode bits and ACLs), or None."""
+    script = 'for d do test -x "$d" || { printf %s "$d"; exit 0; }; done'
+    r = _run(["runuser", "-u", user, "--", "sh", "-c", script, "sh", *map(str, folders)], cwd="/")
+    return Path(r.stdout) if r.stdout else None
+
+
+def _acl(folder: Path) -> list[str]:
+    """`folder`'s ACL entries (`getfacl`, numeric ids, no comments)."""
+    r = _run(["getfacl", "--omit-header", "--numeric", "--no-effective", "--absolute-names", str(folder)])
+    return [line for line in r.stdout.splitlines() if line and not line.startswith("#")]
+
+
+def _mask(folder: Path) -> str | None:
+    return next((e.split(":")[2] for e in _acl(folder) if e.startswith("mask:")), None)
+
+
+def grant_search(folder: Path, gid: int) -> dict:
+    """Let group `gid` pass through `folder` (search, no listing) with a POSIX ACL entry; returns the record that
+    `revoke_search` undoes it from (the ACL's mask before, None on a plain-mode folder)."""
+    if shutil.which("setfacl") is None:
+        raise UsageError(
+            f"{folder} lets no learner through to {sys.executable}, and setfacl is missing: "
+            "as root `apt-get install acl` (`make setup` does)"
+        )
+    mask = _mask(folder)
+    if mask is None:  # a plain mode: setfacl makes the mask the group bits plus x, no other entry to widen
+        cmd = ["setfacl", "--modify", f"g:{gid}:x", str(folder)]
+    else:  # keep the mask as it was, plus x: named entries it masked stay masked but for search
+        cmd = ["setfacl", "--no-mask", "--modify", f"g:{gid}:x,m::{mask[:2]}x", str(folder)]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0 and "not supported" in r.stderr:
+        raise UsageError(
+            f"{folder} lets no learner through to {sys.executable}, and its file system has no POSIX ACLs to open "
+            f"it to the room's group alone: mount it with ACLs (ext4 and xfs have them; the `acl` mount option), "
+            "or install the course with a Python outside it"
+        )
+    if r.returncode != 0:
+        raise RuntimeError(f"setfacl {folder} failed ({r.returncode}): {r.stderr.strip()[:300]}")
+    return {"path": str(folder), "gid": gid, "mask": mask}
+
+
+def revoke_search(grant: dict) -> None:
+    """Remove the entry `grant_search` added and put the mask back as it was (none, on a plain-mode folder)."""
+    folder = Path(grant["path"])
+    if not folder.exists():
+        return
+    _run(["setfacl", "--no-mask", "--remove", f"g:{grant['gid']}", str(folder)])
+    if grant["mask"] is not None:
+        _run(["setfacl", "--no-mask", "--modify", f"m::{grant['mask']}", str(folder)])
+    elif not [e for e in _acl(folder) if re.match(r"(user|group):[^:]+:", e)]:
+        _run(["setfacl", "--remove", "m::", str(folder)])  # no named entry left: the plain mode it had
+
+
+def read_grants(state: str | Path) -> list[dict]:
+    path = Path(state) / GRANTS
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else []
+
+
+def open_the_way(state: str | Path, user: str, gid: int, paths: list[Path] | None = None) -> list[dict]:
+    """Grant group `gid` search on each folder on the way to `paths` (default `learner_paths()`) that `user` (a
+    member) cannot pass, outermost first; each grant is recorded in `<state>/acl.json` as it is made.  Returns the
+    grants made now."""
+    from labkit.atomic import atomic_write_text
+
+    folders = folders_on_the_way(paths if paths is not None else learner_paths())
+    made: list[dict] = []
+    while (closed := first_closed(folders, user)) is not None:
+        if any(g["path"] == str(closed) for g in made):
+            raise RuntimeError(f"{closed}: {user} still cannot pass through it after the ACL grant")
+        made.append(grant_search(closed, gid))
+        atomic_write_text(Path(state) / GRANTS, json.dumps(read_grants(state) + made[-1:], indent=2) + "\n")
+    return made
+
+
+def close_the_way(state: str | Path) -> list[str]:
+    """Undo every grant recorded in `<state>/acl.json` (innermost first), then forget them; returns their folders."""
+    grants = read_grants(state)
+    for grant in reversed(grants):
+        revoke_search(grant)
+    (Path(state) / GRANTS).unlink(missing_ok=True)
+    return [g["path"] for g in grants]
 
 
 def check_learner_can_run(learner: str) -> None:
     """The learner's account can start this Python and import labkit and JupyterHub, or one line says why not.
 
-    A course installed with a Python under root's home (pyenv in /root, mode 0700) works for root and for no
-    learner: their servers would die at `exec` with `Permission denied`, and the hub would wait for them."""
+    Run after `open_the_way`: what is left is a file itself closed to other accounts (a checkout or venv made with
+    umask 077), which the room does not open."""
     r = subprocess.run(
         ["runuser", "-u", learner, "--", sys.executable, "-c", "import labkit, jupyterhub"],
         capture_output=True,
@@ -278,14 +414,10 @@ def check_learner_can_run(learner: str) -> None:
     if r.returncode == 0:
         return
     why = (r.stderr.strip().splitlines() or [f"exit {r.returncode}"])[-1]
-    blocked = next(filter(None, (blocking_folder(p) for p in (Path(sys.executable), Path(__file__)))), None)
-    hint = (
-        f"{blocked} lets no other account through: `chmod o+x {blocked}` (search only, no listing), "
-        "or install the course with a Python outside it"
-        if blocked
-        else "the course's Python and checkout must be readable by every account"
+    raise UsageError(
+        f"the learners' accounts cannot run {sys.executable} ({why}): the course's Python, venv and checkout "
+        "must be readable by every account (`chmod -R a+rX` on the venv and the checkout)"
     )
-    raise UsageError(f"the learners' accounts cannot run {sys.executable} ({why}): {hint}")
 
 
 # ------------------------------------------------------------------------------------------------ the hub
@@ -398,16 +530,17 @@ class Room:
     def stop(self, grace: float = 30.0) -> dict:
         """Stop the hub (it stops the learners' servers and the proxy), then end whatever the room left running.
 
-        Returns what was left: {"left_by_hub": n processes the hub did not stop, "learner_processes": m}."""
+        Then the room's search grants are removed (`close_the_way`).  Returns what was left and undone:
+        {"left_by_hub": n processes the hub did not stop, "learner_processes": m, "grants_removed": k folders}."""
         if self.server is None:
-            return {"left_by_hub": 0, "learner_processes": 0}
+            return {"left_by_hub": 0, "learner_processes": 0, "grants_removed": 0}
         if self.server.alive():
             self.descendants()
         self.server.stop(grace=grace)
         left = end_processes([p for p in self.seen if p.is_running()])
         stray = end_processes(processes_of({learner.uid for learner in self.learners}))
         self.server = None
-        return {"left_by_hub": left, "learner_processes": stray}
+        return {"left_by_hub": left, "learner_processes": stray, "grants_removed": len(close_the_way(self.state))}
 
     def __enter__(self) -> "Room":
         return self
@@ -457,61 +590,80 @@ def start(
     if shutil.which("prlimit") is None:
         raise UsageError("prlimit (util-linux) is missing: the room caps each learner's memory with it")
     memory = memory or default_memory(len(names))
-    learners = create_learners(names, release, homes, lab_settings)
-    check_learner_can_run(learners[0].name)
-    new = [learner for learner in learners if learner.password]
-    if new:
-        with open(state / PASSWORDS, "a", encoding="utf-8") as f:
-            os.fchmod(f.fileno(), 0o600)
-            f.writelines(f"{learner.name}\t{learner.password}\n" for learner in new)
-    port = port or procs.free_port(ip)
-    hub_port, api_port = procs.free_ports(2)
-    # the hub is reached on `ip`; on every interface (0.0.0.0) this machine reaches it on loopback
-    url = f"http://{procs.LOOPBACK if ip in ('0.0.0.0', '') else ip}:{port}"
-    config = state / "jupyterhub_config.py"
-    config.write_text(
-        hub_config(
-            state=state,
-            names=names,
-            ip=ip,
-            port=port,
-            hub_port=hub_port,
-            api_port=api_port,
-            proxy=proxy,
-            memory=memory,
-            learners=len(names),
-            idle_timeout=idle_timeout,
-        ),
-        encoding="utf-8",
-    )
-    _write_room(
-        state,
-        {
-            "url": url,
-            "release": str(Path(release).resolve()),
-            "memory_bytes": memory,
-            "threads": learner_threads(len(names)),
-            "learners": [{"name": x.name, "home": str(x.home), "uid": x.uid} for x in learners],
-        },
-    )
-    env = {**os.environ, **proxy_env, "PYTHONUNBUFFERED": "1"}
-    server = ServerProcess(
-        [str(Path(sys.executable).parent / "jupyterhub"), "-f", str(config)],
-        f"{url}/hub/login",
-        timeout=START_S,
-        name="jupyterhub",
-        log_path=state / "hub.log",
-        env=env,
-    ).start()  # raises with the log's tail if the hub exits or does not answer in time
-    room = Room(state, url, learners, server, started_s=server.startup_s)
-    room.descendants()
+    close_the_way(state)  # a room stopped uncleanly (killed) left its grants: the way is opened afresh below
+    group = room_group(state)
+    gid = ensure_group(group)
+    learners = create_learners(names, release, homes, lab_settings, group=group)
+    try:
+        open_the_way(state, learners[0].name, gid)
+        check_learner_can_run(learners[0].name)
+        new = [learner for learner in learners if learner.password]
+        if new:
+            with open(state / PASSWORDS, "a", encoding="utf-8") as f:
+                os.fchmod(f.fileno(), 0o600)
+                f.writelines(f"{learner.name}\t{learner.password}\n" for learner in new)
+        port = port or procs.free_port(ip)
+        hub_port, api_port = procs.free_ports(2)
+        # the hub is reached on `ip`; on every interface (0.0.0.0) this machine reaches it on loopback
+        url = f"http://{procs.LOOPBACK if ip in ('0.0.0.0', '') else ip}:{port}"
+        config = state / "jupyterhub_config.py"
+        config.write_text(
+            hub_config(
+                state=state,
+                names=names,
+                ip=ip,
+                port=port,
+                hub_port=hub_port,
+                api_port=api_port,
+                proxy=proxy,
+                memory=memory,
+                learners=len(names),
+                idle_timeout=idle_timeout,
+            ),
+            encoding="utf-8",
+        )
+        _write_room(
+            state,
+            {
+                "url": url,
+                "release": str(Path(release).resolve()),
+                "memory_bytes": memory,
+                "threads": learner_threads(len(names)),
+                "group": group,
+                "learners": [{"name": x.name, "home": str(x.home), "uid": x.uid} for x in learners],
+            },
+        )
+        env = {**os.environ, **proxy_env, "PYTHONUNBUFFERED": "1"}
+        server = ServerProcess(
+            [str(Path(sys.executable).parent / "jupyterhub"), "-f", str(config)],
+            f"{url}/hub/login",
+            timeout=START_S,
+            name="jupyterhub",
+            log_path=state / "hub.log",
+            env=env,
+        ).start()  # raises with the log's tail if the hub exits or does not answer in time
+        room = Room(state, url, learners, server, started_s=server.startup_s)
+        room.descendants()
+    except BaseException:
+        close_the_way(state)  # a room that did not open leaves no folder opened
+        raise
     return room
 
 
 def teardown(state: str | Path) -> list[str]:
-    """Remove the room's accounts and homes (after collecting!) and the passwords file; returns the names removed."""
+    """Remove the room's search grants (left if it was killed), accounts and homes (after collecting!), its group
+    and the passwords file; returns the names removed."""
     room = read_room(state)
+    close_the_way(state)
     removed = remove_learners([entry["name"] for entry in room["learners"]])
+    group = room.get("group")
+    if group and group == room_group(state):  # the group this room made, by its name; userdel left it empty
+        try:
+            grp.getgrnam(group)
+        except KeyError:
+            pass
+        else:
+            _run(["groupdel", group])
     (Path(state) / PASSWORDS).unlink(missing_ok=True)
     return removed
 
