@@ -138,7 +138,8 @@ def test_cli_exit_codes(tmp_path: Path, capsys):
 def test_labkit_clean_imports_only_the_cleaning_code(tmp_path: Path):
     """`labkit clean` builds its own parser, not every command's: the whole one imported each topic's module
     (pydantic, the servers, the trainer, importlib.metadata for --version), ~0.5 s of CPU before the first file
-    was read -- more than cleaning 1,000 records takes (issue 28, whole-process time)."""
+    was read -- more than cleaning 1,000 records takes (issue 28, whole-process time). Clean UTF-8 text needs
+    neither a detector (chardet) nor ftfy: they load when a file or a text needs them."""
     import ast
     import subprocess
     import sys
@@ -149,7 +150,7 @@ def test_labkit_clean_imports_only_the_cleaning_code(tmp_path: Path):
         "import sys\nfrom labkit.cli import main\n"
         "rc = main(['clean', sys.argv[1], '--out', sys.argv[2], '--quiet'])\n"
         "print(rc, sorted(m for m in sys.modules if m.startswith('labkit.') or m.split('.')[0] in "
-        "('torch', 'transformers', 'pandas', 'pydantic', 'matplotlib', 'opencc', 'chardet') or m == 'importlib.metadata'))"
+        "('torch', 'transformers', 'pandas', 'pydantic', 'matplotlib', 'opencc', 'chardet', 'ftfy') or m == 'importlib.metadata'))"
     )
     proc = subprocess.run(
         [sys.executable, "-c", code, str(tmp_path / "in"), str(tmp_path / "out")],

@@ -78,9 +78,11 @@ def test_ftfy_repairs_mojibake_but_keeps_fullwidth_punctuation(codec):
 
 
 def test_clean_chinese_text_never_reaches_ftfy(monkeypatch):
+    import ftfy
+
     import labkit.cleaning.repair as repair
 
-    monkeypatch.setattr(repair.ftfy, "fix_text", lambda *a, **k: pytest.fail("ftfy ran on clean text"))
+    monkeypatch.setattr(ftfy, "fix_text", lambda *a, **k: pytest.fail("ftfy ran on clean text"))
     text = ZH + "……版权所有 © 2024——“引号”·é"
     assert repair.repair_mojibake(text) == (text, False)
 

@@ -9,13 +9,12 @@ runs when a cheap scan finds characters mojibake is made of.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 
-import ftfy
-from ftfy.badness import is_bad
-
-FTFY_CONFIG = ftfy.TextFixerConfig(
+# ftfy's settings (its TextFixerConfig fields)
+FTFY_SETTINGS = dict(
     fix_character_width=False,  # keep ，：；（） full-width, as Chinese text writes them
     uncurl_quotes=False,  # keep “” ‘’
     unescape_html=False,  # entities are the HTML parser's job; plain text may mean "&lt;"
@@ -24,6 +23,17 @@ FTFY_CONFIG = ftfy.TextFixerConfig(
     normalization=None,  # NFC happens in normalize_*; "changed" here must mean mojibake
     explain=False,
 )
+
+
+@functools.cache
+def _ftfy():
+    """(ftfy, its config), imported when a text first shows mojibake's signature (`_SUSPECT`): ftfy builds its
+    character tables and regexes at import, ~60-90 ms of each `labkit clean`'s start-up (and each worker's),
+    which a crawl without mojibake never needs."""
+    import ftfy
+    import ftfy.badness
+
+    return ftfy, ftfy.TextFixerConfig(**FTFY_SETTINGS)
 
 # The signature of UTF-8 read as latin-1/cp1252: a UTF-8 lead byte (C2-F4) shown as a Latin-1
 # letter followed by a continuation byte (80-BF) shown as a C1 control, a Latin-1 symbol or a
@@ -110,7 +120,8 @@ def repair_mojibake(text: str) -> tuple[str, bool]:
     """Undo UTF-8-decoded-as-latin-1/cp1252 damage with ftfy; returns (text, changed)."""
     if not _SUSPECT.search(text):
         return text, False
-    fixed = ftfy.fix_text(text, FTFY_CONFIG)
+    ftfy, config = _ftfy()
+    fixed = ftfy.fix_text(text, config)
     return fixed, fixed != text
 
 
@@ -198,4 +209,4 @@ def has_damage(text: str) -> bool:
     """Unrepairable damage left after repair: replacement characters or mojibake ftfy could not undo."""
     if "\ufffd" in text:
         return True
-    return bool(_SUSPECT.search(text)) and is_bad(text)
+    return bool(_SUSPECT.search(text)) and _ftfy()[0].badness.is_bad(text)
