@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import Any
 
 
-def jsonable(x: Any) -> Any:
+def jsonable(x: Any, finite: bool = True) -> Any:
     """Plain JSON types for numpy/torch scalars and arrays (and dict keys as str); non-finite floats as strings
-    ("nan", "inf": JSON has no such numbers); anything else as its str.
+    ("nan", "inf": JSON has no such numbers) -- or, with `finite=False`, kept as floats, for files only Python's
+    json reads back (the rank reports, whose readers compute with a loss that went NaN); anything else as its str.
 
     >>> import numpy as np
     >>> jsonable({1: np.float32(0.5), "a": np.arange(2), "b": (float("nan"),)})
@@ -25,15 +26,15 @@ def jsonable(x: Any) -> Any:
     if hasattr(x, "tolist") and not isinstance(x, (str, bytes)):
         x = x.tolist()
     if isinstance(x, float):
-        return x if math.isfinite(x) else str(x)
+        return x if math.isfinite(x) or not finite else str(x)
     if isinstance(x, dict):
-        return {str(k): jsonable(v) for k, v in x.items()}
+        return {str(k): jsonable(v, finite) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
-        return [jsonable(v) for v in x]
+        return [jsonable(v, finite) for v in x]
     if isinstance(x, (str, int, bool)) or x is None:
         return x
     if hasattr(x, "item"):
-        return jsonable(x.item())
+        return jsonable(x.item(), finite)
     return str(x)
 
 

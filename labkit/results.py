@@ -30,7 +30,7 @@ from typing import Any, Callable
 from labkit.atomic import atomic_write_text
 from labkit.i18n import _, claim
 from labkit.jsonl import jsonable
-from labkit.paths import project_root, runs_dir  # noqa: F401 -- project_root: notebook 05 imports it from here
+from labkit.paths import runs_dir
 
 
 class ExpectationFailed(AssertionError):

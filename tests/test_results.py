@@ -92,3 +92,7 @@ def test_jsonable_is_plain_json_for_numpy_and_torch():
     value = {1: np.float32(0.5), "ids": np.arange(3), "t": torch.tensor(2.0), "bad": (np.float64("inf"), None)}
     assert jsonable(value) == {"1": 0.5, "ids": [0, 1, 2], "t": 2.0, "bad": ["inf", None]}
     json.dumps(jsonable(value), allow_nan=False)  # valid JSON everywhere, not only for Python's reader
+    # the rank reports keep a NaN loss a float (their readers compute with it; Python's json writes and reads NaN)
+    kept = jsonable({"losses": [np.float32(1.5), float("nan")], "norm": torch.tensor(float("inf"))}, finite=False)
+    assert kept["losses"][0] == 1.5 and math.isnan(kept["losses"][1]) and kept["norm"] == math.inf
+    assert math.isnan(json.loads(json.dumps(kept))["losses"][1])

@@ -32,6 +32,7 @@ import traceback
 from pathlib import Path
 
 from labkit.i18n import _
+from labkit.jsonl import jsonable
 
 SCRIPT_MODULE = "learner_script"
 RECORDS = "records.jsonl"
@@ -240,23 +241,13 @@ def _item_id(dataset, i: int):
     return None if rid is None else str(rid)
 
 
-def _jsonable(x):
-    if isinstance(x, dict):
-        return {str(k): _jsonable(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_jsonable(v) for v in x]
-    if isinstance(x, (str, int, float, bool)) or x is None:
-        return x
-    return str(x)
-
-
 def _write_records(returned, out: Path) -> int | None:
     """A list of record dicts returned by the entry (exercise 02) goes to `<out>/records.jsonl`."""
     if not isinstance(returned, (list, tuple)) or not all(isinstance(r, dict) for r in returned):
         return None
     with open(out / RECORDS, "w", encoding="utf-8") as fh:
         for r in returned:
-            fh.write(json.dumps(_jsonable(r), ensure_ascii=False) + "\n")
+            fh.write(json.dumps(jsonable(r, finite=False), ensure_ascii=False) + "\n")
     return len(returned)
 
 
@@ -315,7 +306,7 @@ def main(argv=None) -> int:
         returned = entry(**json.loads(args.kwargs))
     except BaseException as exc:  # noqa: BLE001 -- the learner's failure is a fact to report, not a crash
         try:
-            facts = _jsonable(inst.facts(None))
+            facts = jsonable(inst.facts(None), finite=False)
         except Exception:  # noqa: BLE001 -- the error is what matters; partial facts are a bonus
             facts = {}
         report.save(error=_error(exc, script), **facts)
@@ -327,7 +318,7 @@ def main(argv=None) -> int:
     inst.uninstall()
     facts = inst.facts(returned)
     facts["records"] = _write_records(returned, out)
-    report.save(**_jsonable(facts))
+    report.save(**jsonable(facts, finite=False))
     report.progress("done", len(inst.steps))
     report.save(completed=True)
     import torch.distributed as dist

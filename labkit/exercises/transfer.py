@@ -94,10 +94,9 @@ class Run:
 # ---- the scripts ------------------------------------------------------------------------------------------
 def scripts_dir() -> Path:
     """`data_samples/scripts/` of the checkout or release this runs in."""
-    from labkit import results
+    from labkit.paths import data_dir
 
-    data = getattr(results, "data_dir", None)
-    return (data() if data else results.project_root() / "data_samples") / "scripts"
+    return data_dir() / "scripts"
 
 
 def script_path(exercise_id: str) -> Path:
