@@ -292,3 +292,25 @@ def test_each_old_path_warns_and_gives_the_new_names():
             assert value is getattr(importlib.import_module(module), name)
     with pytest.raises(AttributeError):
         importlib.import_module("labkit.course").no_such_name  # noqa: B018
+
+
+def test_the_folder_map_names_every_package_and_nothing_else():
+    """The doc's "Where things are" picture: every package folder of labkit/ in it, every name in it real (a file
+    on a folder's line is in that folder; `NN` stands for a notebook's number)."""
+    text = DOC.read_text(encoding="utf-8")
+    m = re.search(r"^## Where things are\n+```\n(.*?)\n```", text, re.M | re.S)
+    assert m, "docs/architecture.md: the '## Where things are' folder map is missing"
+    folders, missing = set(), []
+    for line in m.group(1).splitlines():
+        folder = re.match(r"^  (\w+)/", line)
+        base = PKG / folder.group(1) if folder else PKG
+        if folder:
+            folders.add(folder.group(1))
+        for name in re.findall(r"\b(\w+)\.py\b", line):
+            if not list(base.glob(name.replace("NN", "[0-9][0-9]") + ".py")):
+                missing.append(str((base / name).relative_to(PKG.parent)) + ".py")
+    packages = {p.parent.name for p in PKG.glob("*/__init__.py")}
+    assert folders == packages, (
+        f"folder map vs labkit/: missing {sorted(packages - folders)}, extra {sorted(folders - packages)}"
+    )
+    assert not missing, f"the folder map names files labkit/ does not have: {missing}"
