@@ -34,9 +34,10 @@ from labkit.threads import cores as affinity_cores
 
 MB_PER_GB = 1024
 BINDER_MB = 2048  # mybinder.org's memory limit per user session
-# beside the kernels: one Jupyter server per learner and, once, the hub, its proxy and the system -- measured in
-# `docs/decisions.md` (the servers' RSS after a learner opened a notebook), stated in the plan's output
-SERVER_MB = 120
+# beside the kernels, one Jupyter server per learner: JupyterLab's server held 131 MB RSS once `/lab` was loaded
+# (measured here, docs/decisions.md section 28); and, once, the hub, its proxy and the system -- a reserve, stated in the
+# plan's output, not a measurement
+SERVER_MB = 131
 ROOM_RESERVE_MB = 1024
 
 
