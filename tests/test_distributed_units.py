@@ -262,3 +262,29 @@ def test_the_rank_report_protocol_round_trips(tmp_path):
     assert beats[1]["stage"] == "train" and beats[1]["step"] == 3
     clear_reports(tmp_path)
     assert read_reports(tmp_path) == ({}, {})
+
+
+@pytest.mark.parametrize("ending", ["exit_without_teardown(3)", "sys.exit(3)"])
+def test_a_rank_ends_like_a_normal_exit_without_the_teardown(ending):
+    """labkit.train and the exercise harness end with procs.exit_without_teardown: threads joined, exit handlers
+    run, buffered output written, the exit code kept -- and no module teardown (an object's __del__ at
+    interpreter shutdown), which a normal exit (the control) does run."""
+    import subprocess
+    import sys
+
+    code = (
+        "import atexit, sys, threading, time\n"
+        "from labkit.procs import exit_without_teardown\n"
+        "class Held:\n"
+        "    def __del__(self):\n"
+        "        sys.__stderr__.write('teardown\\n')\n"
+        "held = Held()\n"
+        "atexit.register(lambda: print('exit handler'))\n"
+        "threading.Thread(target=lambda: (time.sleep(0.3), print('thread done'))).start()\n"
+        "sys.stdout.write('buffered')\n"
+        f"{ending}\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 3, r.stderr
+    assert "buffered" in r.stdout and "thread done" in r.stdout and "exit handler" in r.stdout, r.stdout
+    assert ("teardown" in r.stderr) == (ending == "sys.exit(3)"), r.stderr
