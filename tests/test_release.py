@@ -148,6 +148,7 @@ COURSE_FILES = (
     "docs/instructor/answers.md",
     "docs/zh_CN/workshop.md",
     "docs/zh_CN/instructor/answers.md",
+    "docs/times.json",
 )
 
 
@@ -267,6 +268,15 @@ def test_wheel_install_release_reads_and_writes_inside_the_release(tmp_path):
         timeout=180,
     )
     assert r.returncode == 0, r.stderr
+    r = subprocess.run(
+        [str(py.parent / "labkit"), "workshop", "plan", "--learners", "20", "--cores", "16", "--memory", "64G"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=120,
+    )
+    assert r.returncode == 0 and "09_sharding" in r.stdout, r.stdout + r.stderr  # the wheel's docs/times.json
     zh_nb = nbformat.read(zh / "notebooks" / NOTEBOOK, as_version=4)
     zh_src = nbformat.read(ROOT / "notebooks" / "zh_CN" / NOTEBOOK, as_version=4)
     assert [c.source for c in zh_nb.cells] == [c.source for c in zh_src.cells], "the Chinese edition, from the wheel"
