@@ -9,7 +9,7 @@ import pytest
 
 from labkit.course import cli as course_cli, runner
 from labkit.cli.errors import UsageError
-from labkit.course.cli import parse_value
+from labkit.cli.options import parse_value
 from labkit.course.discovery import discover, select, unmet_needs
 
 FIXTURES = Path(__file__).parent / "fixtures" / "course"

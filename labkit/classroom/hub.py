@@ -694,7 +694,7 @@ DEFAULT_STATE = Path.home() / "labkit-room"
 def register(wsub) -> None:
     """`labkit workshop hub` (labkit.classroom.cli registers it with the other `workshop` actions)."""
     from labkit.cli.errors import positive_int
-    from labkit.course.cli import add_language_option
+    from labkit.cli.options import add_language_option
 
     h = wsub.add_parser(
         "hub",

@@ -16,8 +16,8 @@ _OLD = {
     "select gpu_count unmet_needs",
     "labkit.course.runner": "NotebookRun run_notebook _error_text run_course _run_selected default_junit "
     "resolve_profile",
-    "labkit.course.cli": "parse_value add_parameter_option add_language_option register _cmd_run _cmd_seeds "
-    "_cmd_workshop _cmd_grade _cmd_list",
+    "labkit.course.cli": "register _cmd_run _cmd_seeds _cmd_workshop _cmd_grade _cmd_list",
+    "labkit.cli.options": "parse_value add_parameter_option add_language_option",
 }
 _TABLE = {name: mod for mod, names in _OLD.items() for name in names.split()}
 

@@ -128,7 +128,7 @@ def _parse_env(pairs: list[str]) -> dict[str, str]:
 
 
 def _main(args: argparse.Namespace) -> int:
-    from labkit.course.cli import parse_value
+    from labkit.cli.options import parse_value
     from labkit.course.discovery import discover, select
 
     params = {name: parse_value(value) for name, value in args.parameter}
@@ -145,7 +145,7 @@ def _main(args: argparse.Namespace) -> int:
 
 
 def register(subparsers) -> None:
-    from labkit.course.cli import add_parameter_option
+    from labkit.cli.options import add_parameter_option
 
     p = subparsers.add_parser(
         "course", help="a notebook's time idle and beside N busy processes (shared-machine ratio)"

@@ -6,34 +6,11 @@ import sys
 from pathlib import Path
 
 from labkit.cli.errors import UsageError, existing_dir, positive_float, positive_int, writable_dir, writable_file
+from labkit.cli.options import add_language_option, add_parameter_option, parse_value
 from labkit.config import PROFILES
 from labkit.course.discovery import default_notebooks_dir, discover, edition_notebooks, gpu_count, select, unmet_needs
 from labkit.course.runner import NotebookRun, default_junit, resolve_profile, run_course
-from labkit.i18n import LANGUAGES
 from labkit.paths import project_root
-
-
-def parse_value(value: str):
-    """Papermill's own `-p` typing: True/False/None, int, float, else str."""
-    if value in ("True", "False", "None"):
-        return {"True": True, "False": False, "None": None}[value]
-    for cast in (int, float):
-        try:
-            return cast(value)
-        except ValueError:
-            pass
-    return value
-
-
-def add_parameter_option(parser, help_text: str) -> None:
-    """`-p NAME VALUE`, papermill's own spelling, for every command that runs notebooks (read with `parse_value`)."""
-    parser.add_argument(
-        "-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"), help=help_text
-    )
-
-
-def add_language_option(parser, help_text: str) -> None:
-    parser.add_argument("--lang", default=None, choices=LANGUAGES, help=f"{help_text} (default en)")
 
 
 def register(sub) -> None:
