@@ -35,6 +35,7 @@ def _ftfy():
 
     return ftfy, ftfy.TextFixerConfig(**FTFY_SETTINGS)
 
+
 # The signature of UTF-8 read as latin-1/cp1252: a UTF-8 lead byte (C2-F4) shown as a Latin-1
 # letter followed by a continuation byte (80-BF) shown as a C1 control, a Latin-1 symbol or a
 # cp1252 special ('æ–°' for 新).  Clean Chinese text -- even with ……, ©, “” -- never has it,
