@@ -79,7 +79,13 @@ def one_core(monkeypatch, tmp_path):
 
 def _dump_notebook(path: Path, dump_to: Path) -> Path:
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell(f"import policy_dump\npolicy_dump.dump({str(dump_to)!r})")]
+    # the grader hands a learner's kernel a minimal environment (no PYTHONPATH): the cell finds the dumper itself
+    here = str(dump_to.parent)  # policy_dump.py is written beside the dump
+    nb.cells = [
+        nbformat.v4.new_code_cell(
+            f"import sys\nsys.path.insert(0, {here!r})\nimport policy_dump\npolicy_dump.dump({str(dump_to)!r})"
+        )
+    ]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     path.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, path)
