@@ -104,13 +104,9 @@ def test_the_third_heldout_set_comes_from_repositories_no_earlier_split_used():
 
 # ---- the line itself (issue #29): recall >= 95 % and at most 1 false alarm per 20, on the whole corpus and on
 # each held-out split. Where a split is below it, the measured figures are the mark's reason (never a looser line).
-# heldout and heldout2 met it after their misses were fed back (9f71e67, general facts, each with its own fixture);
-# heldout3 is kept aside: its misses are not fed back, so its mark stays until the doctor meets the line on it.
-BELOW_LINE = {
-    "heldout3": "measured once, at e5da426: 90.9 % recall (30 of 33), 1.90 false alarms per 20 on 21 scripts "
-    "(misses: no_seed and no_warmup in 203, no_seed in 215; false alarms: no_truncation in 209, "
-    "no_distributed_sampler in 216)",
-}
+# heldout and heldout2 met it after their misses were fed back (9f71e67), heldout3 after its own were (round 3:
+# general facts, each with its own fixture); each was scored once, blind, first (figures in the corpus README).
+BELOW_LINE: dict[str, str] = {}
 
 
 @pytest.fixture(scope="module")

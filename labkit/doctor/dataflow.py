@@ -309,7 +309,24 @@ LIBRARIES = (
 
 def project_helper(f: ScriptFacts, c: ast.Call) -> bool:
     """A function the project defines elsewhere: imported from a module that is not a known library (or an
-    attribute of such a module), not defined in this file."""
+    attribute of such a module), not defined in this file; or a method of an object such a function or class
+    made (`mp = MixedPrecisionTrainer(model=model)`, then `mp.optimize(opt)`), followed by data flow."""
+    if _imported_project_call(f, c):
+        return True
+    return isinstance(c.func, ast.Attribute) and bool(project_objects(f).chain(c.func.value))
+
+
+def project_objects(f: ScriptFacts) -> Flow:
+    """Every name that holds what a project's own function or class (defined in another file) returned."""
+    if "project_objects" not in f.memo:
+        sources = {
+            c: f"`{unparse(c.func)}(...)` is the project's own code" for c in f.calls if _imported_project_call(f, c)
+        }
+        f.memo["project_objects"] = Flow(f, sources)
+    return f.memo["project_objects"]
+
+
+def _imported_project_call(f: ScriptFacts, c: ast.Call) -> bool:
     if isinstance(c.func, ast.Name) and (c.func.id in f.functions or c.func.id in f.class_defs):
         return False
     root = f.call_name(c).split(".")[0]

@@ -29,7 +29,9 @@ from labkit.doctor.ast_facts import (
     unparse,
 )
 from labkit.doctor.dataflow import (
+    Flow,
     deepspeed_engine,
+    is_optimizer_constructor,
     hand_loop,
     loop_evidence,
     optimizers,
@@ -252,23 +254,37 @@ def _seeds_too_late(f: ScriptFacts, seed: ast.Call, training: ast.AST) -> str | 
 
 
 def _fit_on_shuffled_loader(f: ScriptFacts) -> ast.Call | None:
-    """`model.fit(train_objectives=[(loader, loss)], ...)`: a library's loop handed a `DataLoader(..., shuffle=True)`
-    this file builds. The order it draws (and the weights the file built) come from torch's global generator,
-    which only a seed in this file fixes: the library is handed the loader, not asked to seed."""
-    shuffled = set()
-    for node in ast.walk(f.tree):
-        if (
-            isinstance(node, ast.Assign)
-            and isinstance(node.value, ast.Call)
-            and f.call_name(node.value).split(".")[-1] == "DataLoader"
-            and is_const(kwarg(node.value, "shuffle"), True)
-        ):
-            shuffled |= {unparse(t) for t in node.targets}
-    for c in f.calls_named("fit", "train"):
+    """`model.fit(train_objectives=[(loader, loss)], ...)`, `trainer.run(train_loader, max_epochs=...)`: a library's
+    loop handed a `DataLoader(..., shuffle=True)` this file builds (followed by data flow: through assignments and
+    the file's own functions' returns). The order it draws (and the weights the file built) come from torch's global
+    generator, which only a seed in this file fixes: the library is handed the loader, not asked to seed. A `run`
+    counts only on an engine made from the optimizer (`create_supervised_trainer(model, optimizer, ...)`), not on an
+    evaluator's."""
+    shuffled = Flow(
+        f,
+        {
+            c: "a DataLoader shuffled here"
+            for c in f.calls_named("DataLoader")
+            if is_const(kwarg(c, "shuffle"), True) and not f.dead(c)
+        },
+    )
+    opt = optimizers(f)
+    engines = Flow(
+        f,
+        {
+            c: "made from the optimizer"
+            for c in f.calls
+            if not is_optimizer_constructor(f, c)
+            and any(opt.chain(a) for a in (*c.args, *(k.value for k in c.keywords)))
+        },
+    )
+    for c in f.calls_named("fit", "train", "run"):
         if not isinstance(c.func, ast.Attribute) or f.dead(c):
             continue
+        if c.func.attr == "run" and not engines.chain(c.func.value):
+            continue
         given = [n for a in (*c.args, *(k.value for k in c.keywords)) for n in ast.walk(a)]
-        if any(isinstance(n, (ast.Name, ast.Attribute)) and unparse(n) in shuffled for n in given):
+        if any(isinstance(n, (ast.Name, ast.Attribute, ast.Call)) and shuffled.chain(n) for n in given):
             return c
     return None
 
@@ -508,6 +524,31 @@ def _has_warmup(f: ScriptFacts) -> bool:
     return f.references("OneCycleLR", "LinearLR")
 
 
+def _lr_set_here(f: ScriptFacts) -> tuple[int, str] | None:
+    """Where this file decides the learning rate itself, outside dead code: it writes a param group's `lr`
+    (`for g in opt.param_groups: g["lr"] = ...`) or builds a torch `lr_scheduler` on an optimizer it made. Then
+    the schedule, warmup or not, is this file's even when the step is taken in the project's helper."""
+    flow = optimizers(f)
+    groups = {
+        unparse(n.target)
+        for n in ast.walk(f.tree)
+        if isinstance(n, ast.For) and isinstance(n.target, ast.Name) and unparse(n.iter).endswith("param_groups")
+    }
+    for node in ast.walk(f.tree):
+        if (
+            isinstance(node, ast.Subscript)
+            and isinstance(node.ctx, ast.Store)
+            and is_const(node.slice, "lr")
+            and (unparse(node.value) in groups or "param_groups" in unparse(node.value))
+            and not f.dead(node)
+        ):
+            return node.lineno, f"`{short(node)} = ...` sets the learning rate in this file"
+    for c in f.calls:
+        if "lr_scheduler" in f.call_name(c) and not f.dead(c) and any(flow.chain(a) for a in c.args[:1]):
+            return c.lineno, f"`{short(c.func)}(...)`: this file builds the learning-rate schedule"
+    return None
+
+
 def check_no_warmup(f: ScriptFacts) -> list[Hit]:
     """Adam's first steps use poorly estimated moments: full LR from step 0 derails transformers."""
     step = hand_loop(f)
@@ -520,12 +561,23 @@ def check_no_warmup(f: ScriptFacts) -> list[Hit]:
     ]
     if not adam and not models:
         return []
-    handed = _handed_over(f, step, "learning-rate warmup")
+    helper = helper_loop(f) if step is None and compiled is None else None
+    own_lr = _lr_set_here(f) if helper is not None else None
+    handed = None if own_lr is not None else _handed_over(f, step, "learning-rate warmup")
     if handed is not None:
         return [handed]
-    line = adam[0].lineno if adam else (step or compiled).lineno
+    line = adam[0].lineno if adam else (step or compiled or helper).lineno
+    if step is not None:
+        loop = loop_evidence(f, step)
+    elif compiled is not None:
+        loop = _compile_fit_evidence(f, compiled)
+    else:  # the project's helper steps the optimizer, but the learning rate is set here
+        loop = (
+            (helper.lineno, f"`{short(helper)}` steps the optimizer in the project's own code"),
+            own_lr,
+        )
     why = (
-        *(loop_evidence(f, step) if step is not None else _compile_fit_evidence(f, compiled)),
+        *loop,
         *(((adam[0].lineno, f"`{short(adam[0].func)}`: an Adam-family optimizer"),) if adam else ()),
         *(((models[0].lineno, f"`{short(models[0].func)}`: a transformer"),) if models else ()),
         (None, "no warmup anywhere in the file: no `warmup` setting or schedule, no OneCycleLR/LinearLR"),

@@ -132,6 +132,40 @@ def _splat_lacks(f: ScriptFacts, call: ast.Call, keys: tuple[str, ...]) -> bool:
     return True
 
 
+def _rank_picked(f: ScriptFacts, loader: ast.Call) -> ast.AST | None:
+    """The loader's dataset is this rank's own part: `parts[rank]`, `partitioner.use(dist.get_rank())`, or a name
+    assigned such a value in the same function (a hand-made partition, one slice per rank). The rank must be what
+    picks (a subscript or a positional argument), not a keyword a constructor merely keeps (`local_rank=` for a
+    cache barrier)."""
+
+    def picks(value: ast.AST) -> bool:
+        for sub in ast.walk(value):
+            if isinstance(sub, ast.Subscript) and not isinstance(sub.slice, ast.Slice) and f.mentions_rank(sub.slice):
+                return True
+            if isinstance(sub, ast.Call) and any(f.mentions_rank(a) for a in sub.args):
+                return True
+        return False
+
+    ds = loader.args[0] if loader.args else kwarg(loader, "dataset")
+    if ds is None:
+        return None
+    if picks(ds):
+        return ds
+    if not isinstance(ds, ast.Name):
+        return None
+    func = f.enclosing_function(loader)
+    for node in ast.walk(func or f.tree):
+        if (
+            isinstance(node, ast.Assign)
+            and f.enclosing_function(node) is func
+            and node.lineno < loader.lineno
+            and ds.id in _assigned_names(node)
+            and picks(node.value)
+        ):
+            return node
+    return None
+
+
 def check_no_distributed_sampler(f: ScriptFacts) -> list[Hit]:
     """Without per-rank sharding every rank trains on the whole dataset: N times the work, no speed-up."""
     if not is_ddp(f) or framework(f) != "torch":
@@ -141,7 +175,7 @@ def check_no_distributed_sampler(f: ScriptFacts) -> list[Hit]:
     loaders = [c for c in f.calls_named("DataLoader") if not f.dead(c)]
     loaders = [c for c in loaders if kwarg(c, "sampler") is None and kwarg(c, "batch_sampler") is None]
     loaders = [c for c in loaders if not has_splat(c) or _splat_lacks(f, c, ("sampler", "batch_sampler"))]
-    loaders = [c for c in loaders if not loader_dataset_is_iterable(f, c)]
+    loaders = [c for c in loaders if not loader_dataset_is_iterable(f, c) and _rank_picked(f, c) is None]
     if not loaders:
         return []
 
@@ -166,7 +200,8 @@ def check_no_distributed_sampler(f: ScriptFacts) -> list[Hit]:
         (
             None,
             "no DistributedSampler, no sampler given `rank=`/`num_replicas=`, no `data[rank::world_size]` "
-            "slicing and no `.shard(...)` anywhere in the file",
+            "slicing, no `.shard(...)` anywhere in the file, and the loader's data is not picked by the rank "
+            "(`parts[rank]`, `partition.use(rank)`)",
         ),
     )
     return [
@@ -292,8 +327,11 @@ def _truncates(f: ScriptFacts, c: ast.Call) -> bool:
 
 
 def _cut_by_hand(f: ScriptFacts, c: ast.Call) -> bool:
-    """The ids the call returns are cut to a length afterwards in the same function (`if len(a_ids) > max_len:
-    a_ids = a_ids[:max_len]`, `ids = tokenizer.encode(t)[:512]`): truncation by hand."""
+    """The ids the call returns are cut to a length afterwards (`if len(a_ids) > max_len: a_ids = a_ids[:max_len]`,
+    `ids = tokenizer.encode(t)[:512]`), or whatever they are concatenated into is (`input_ids += marker_ids +
+    content_ids`, then `input_ids = input_ids[:max_len]`): truncation by hand. The ids are followed through
+    assignments, `+=`, `.append`/`.extend` within their function, and through `self.` attributes across the
+    methods of their class (marker ids encoded once in `__init__`, spliced into every example)."""
 
     def cuts(node: ast.AST) -> bool:  # x[:n], x[-n:], x[a:b]: a slice that bounds the length
         if not (isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice)):
@@ -306,14 +344,60 @@ def _cut_by_hand(f: ScriptFacts, c: ast.Call) -> bool:
         parent = f.parents.get(parent)
     if cuts(parent):
         return True
-    held = _assigned_names(parent) if isinstance(parent, ast.Assign) else set()
-    if not held:
+    stmt = next((a for a in f.ancestors(c) if isinstance(a, ast.stmt)), None)
+    if not isinstance(stmt, (ast.Assign, ast.AugAssign)):
         return False
     func = f.enclosing_function(c)
-    for node in ast.walk(func or f.tree):
-        if cuts(node) and unparse(node.value) in held and f.enclosing_function(node) is func:
-            return True
-    return False
+    cls = f.enclosing_class(c)
+
+    def key(node: ast.AST) -> tuple[int, str] | None:  # a local lives in its function, `self.x` in its class
+        if isinstance(node, ast.Attribute) and unparse(node).startswith("self.") and cls is not None:
+            return (0, unparse(node))
+        if isinstance(node, ast.Name):
+            return (id(f.enclosing_function(node)), node.id)
+        return None
+
+    def targets(node: ast.AST) -> list[ast.AST]:
+        ts = node.targets if isinstance(node, ast.Assign) else [node.target]
+        return [e for t in ts for e in (t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t])]
+
+    def read(value: ast.AST) -> set[tuple[int, str]]:  # what a value carries on (not what `len()` only counts)
+        skip = {
+            id(n)
+            for c in ast.walk(value)
+            if isinstance(c, ast.Call) and unparse(c.func) == "len"
+            for a in c.args
+            for n in ast.walk(a)
+        }
+        return {k for n in ast.walk(value) if id(n) not in skip and (k := key(n))}
+
+    scope = cls if cls is not None else (func or f.tree)
+    flows = []  # (what the value reads, its receivers): `x = v`, `x += v`, `x.append(v)` / `x.extend(v)`
+    for node in ast.walk(scope):
+        if isinstance(node, (ast.Assign, ast.AugAssign)):
+            flows.append((read(node.value), {k for k in map(key, targets(node)) if k}))
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("append", "extend")
+            and node.args
+        ):
+            flows.append((read(node.args[0]), {k for k in [key(node.func.value)] if k}))
+    cut = {key(node.value) for node in ast.walk(scope) if cuts(node)}
+    # every way the ids travel must meet a cut: a list they end up in uncut is an example past the window
+    todo, seen = [k for k in map(key, targets(stmt)) if k], set()
+    if not todo:
+        return False
+    while todo:
+        k = todo.pop()
+        if k in seen or k in cut:
+            continue
+        seen.add(k)
+        onward = {r for reads, receivers in flows if k in reads for r in receivers} - {k}
+        if not onward:
+            return False
+        todo += onward
+    return True
 
 
 def _only_measured(f: ScriptFacts, c: ast.Call) -> bool:
