@@ -76,6 +76,7 @@ def test_contract_is_the_doctors_codes_model_not_wrapped_included():
 FIRST = [e for e in ENTRIES if e["split"] in ("dev", "heldout")]  # the first 66: dev and the held-out third
 SECOND = [e for e in ENTRIES if e["split"] == "heldout2"]  # gathered later, from other repositories
 THIRD = [e for e in ENTRIES if e["split"] == "heldout3"]  # gathered after both were scored and fed back
+FOURTH = [e for e in ENTRIES if e["split"] == "heldout4"]  # gathered after heldout3 was scored and fed back
 
 
 def test_heldout_is_a_third_drawn_with_the_recorded_seed():
@@ -100,6 +101,13 @@ def test_the_third_heldout_set_comes_from_repositories_no_earlier_split_used():
     assert not {e["repo"] for e in THIRD} & {e["repo"] for e in FIRST + SECOND}
     assert len({e["repo"] for e in THIRD}) == len(THIRD)  # one script a repository
     assert {"cv", "nlp", "speech", "diffusion", "llm", "chinese"} <= {e["area"] for e in THIRD}
+
+
+def test_the_fourth_heldout_set_comes_from_repositories_no_earlier_split_used():
+    assert len(FOURTH) >= 21
+    assert not {e["repo"] for e in FOURTH} & {e["repo"] for e in FIRST + SECOND + THIRD}
+    assert len({e["repo"] for e in FOURTH}) == len(FOURTH)  # one script a repository
+    assert {"cv", "nlp", "speech", "diffusion", "llm", "chinese"} <= {e["area"] for e in FOURTH}
 
 
 # ---- the line itself (issue #29): recall >= 95 % and at most 1 false alarm per 20, on the whole corpus and on
