@@ -114,7 +114,13 @@ def test_the_fourth_heldout_set_comes_from_repositories_no_earlier_split_used():
 # each held-out split. Where a split is below it, the measured figures are the mark's reason (never a looser line).
 # heldout and heldout2 met it after their misses were fed back (9f71e67), heldout3 after its own were (round 3:
 # general facts, each with its own fixture); each was scored once, blind, first (figures in the corpus README).
-BELOW_LINE: dict[str, str] = {}
+# heldout4 is kept aside: its misses are not fed back, so its mark stays until the doctor meets the line on it.
+BELOW_LINE: dict[str, str] = {
+    "heldout4": "measured once, blind, at 3315d4c (labels committed first): 85.3 % recall (29 of 34), 3.81 false alarms "
+    "per 20 on 21 scripts (misses: model_not_on_device in 302, no_seed in 303, no_grad_clip and no_warmup in 308, "
+    "legacy_launch in 316; false alarms: model_not_on_device in 314, model_not_wrapped in 315, no_truncation in 316, "
+    "unused_local_rank_arg in 317)",
+}
 
 
 @pytest.fixture(scope="module")
@@ -127,7 +133,7 @@ def scored_corpus():
     "split",
     [
         pytest.param(n, marks=pytest.mark.xfail(strict=False, reason=BELOW_LINE[n])) if n in BELOW_LINE else n
-        for n in ("heldout", "heldout2", "heldout3", "all")
+        for n in ("heldout", "heldout2", "heldout3", "heldout4", "all")
     ],
 )
 def test_the_doctor_meets_the_line_on_the_whole_corpus_and_each_heldout_split(scored_corpus, split):
