@@ -257,6 +257,23 @@ def placed(run: Run, codes: tuple[str, ...] = ("model_not_on_device",)) -> None:
         )
 
 
+def audit_sequence(run: Run, la: dict, *, launch: str, overlap: str, first_forward: str, final) -> None:
+    """The audits a 2-rank run fails in order -- one process group, disjoint shards, replicas identical at the
+    first forward pass and after training -- failing with the notebook's own hint for the first that does not hold.
+    Each hint is an `N_` text (formatted with the launch audit's world_size/ranks_seen, or the overlap %);
+    `final` may be a function of the run returning the translated hint (07 adds what torch warned)."""
+    if not la["distributed"]:
+        fail(_(launch).format(world_size=la["world_size"], ranks_seen=la["ranks_seen"]))
+    data = id_overlap(run)
+    if data["overlap_pct"] > 0:
+        fail(_(overlap).format(overlap=data["overlap_pct"]))
+    rep = replicas(run)
+    if not rep["identical"].get("first_forward", True):
+        fail(_(first_forward))
+    if not rep["identical"].get("final", False):
+        fail(final(run) if callable(final) else _(final))
+
+
 def grade_fix(run: Run) -> bool:
     from labkit.distributed import audit
 
@@ -282,38 +299,28 @@ def grade_fix(run: Run) -> bool:
                 "torch.distributed.init_process_group(...) before building the model"
             ).format(alone=alone)
         )
-    if not la["distributed"]:
-        fail(
-            _(
-                "the launch audit: world size {world_size}, ranks seen {ranks_seen}: the processes did not join one "
-                "process group of 2 -- let init_process_group read RANK/WORLD_SIZE from torchrun's environment"
-            ).format(world_size=la["world_size"], ranks_seen=la["ranks_seen"])
-        )
-    data = id_overlap(run)
-    if data["overlap_pct"] > 0:
-        fail(
-            _(
-                "one process group now, but the ranks trained on the same examples (overlap {overlap:.0f} %): the "
-                "shard still comes from --local_rank, which is 0 in every process under torchrun. Take the rank from "
-                "the process group (dist.get_rank()) or the environment, or use a DistributedSampler"
-            ).format(overlap=data["overlap_pct"])
-        )
-    rep = replicas(run)
-    if not rep["identical"].get("first_forward", True):
-        fail(
-            _(
-                "the replica audit: the models differ already at the first forward pass -- wrap the model in "
-                "DistributedDataParallel (it broadcasts rank 0's weights) before training"
-            )
-        )
-    if not rep["identical"].get("final", False):
-        fail(
-            _(
-                "the replica audit: the two models differ after training -- each process trained its own copy. Wrap "
-                "the model in DistributedDataParallel (after moving it to this rank's device) so every step averages "
-                "the gradients of all ranks"
-            )
-        )
+    audit_sequence(
+        run,
+        la,
+        launch=N_(
+            "the launch audit: world size {world_size}, ranks seen {ranks_seen}: the processes did not join one "
+            "process group of 2 -- let init_process_group read RANK/WORLD_SIZE from torchrun's environment"
+        ),
+        overlap=N_(
+            "one process group now, but the ranks trained on the same examples (overlap {overlap:.0f} %): the "
+            "shard still comes from --local_rank, which is 0 in every process under torchrun. Take the rank from "
+            "the process group (dist.get_rank()) or the environment, or use a DistributedSampler"
+        ),
+        first_forward=N_(
+            "the replica audit: the models differ already at the first forward pass -- wrap the model in "
+            "DistributedDataParallel (it broadcasts rank 0's weights) before training"
+        ),
+        final=N_(
+            "the replica audit: the two models differ after training -- each process trained its own copy. Wrap "
+            "the model in DistributedDataParallel (after moving it to this rank's device) so every step averages "
+            "the gradients of all ranks"
+        ),
+    )
     placed(run, ("model_not_on_device", "legacy_launch"))
     return passed(
         _(

@@ -7,7 +7,7 @@ import math
 from typing import TYPE_CHECKING
 
 from labkit.exercises import Choice, Quiz, answered, call, fail, passed
-from labkit.exercises.nb04 import id_overlap, joined, placed, replicas
+from labkit.exercises.nb04 import audit_sequence, joined, placed
 from labkit.i18n import N_, _
 
 if TYPE_CHECKING:
@@ -167,47 +167,43 @@ def ex3(answer) -> bool:
 
 
 # ---- find and fix: `grade_fix` grades what `labkit.exercises.transfer` measured running the repaired script
+def _diverged(run: Run) -> str:
+    warned = any("autograd kernel was not registered" in line for line in run.log)
+    return (
+        _(
+            "the replica audit: the ranks' models start identical and differ after training -- every rank "
+            "stepped with the gradients of its own shard only. Averaging the loss *value* averages nothing that "
+            "backward sees: dist.all_reduce is not differentiable"
+        )
+        + (_(" (torch even warned: 'c10d::allreduce_: an autograd kernel was not registered')") if warned else "")
+        + _(
+            ". Wrap the model in DistributedDataParallel (it all-reduces the gradients during backward), or "
+            "all-reduce every parameter's .grad and divide by the world size before optimizer.step()"
+        )
+    )
+
+
 def grade_fix(run: Run) -> bool:
     from labkit.distributed import audit
 
     la = audit.launch_audit(joined(run))
-    if not la["distributed"]:
-        fail(
-            _(
-                "the launch audit: world size {world_size}, ranks seen {ranks_seen}: keep init_process_group -- the "
-                "ranks must form one process group of 2"
-            ).format(world_size=la["world_size"], ranks_seen=la["ranks_seen"])
-        )
-    data = id_overlap(run)
-    if data["overlap_pct"] > 0:
-        fail(
-            _(
-                "the data audit: the ranks' examples overlap ({overlap:.0f} %): keep the DistributedSampler (and "
-                "set_epoch) -- each rank trains on its own shard"
-            ).format(overlap=data["overlap_pct"])
-        )
-    rep = replicas(run)
-    if not rep["identical"].get("first_forward", True):
-        fail(
-            _(
-                "the replica audit: the ranks' models differ already at the first forward pass: build them from the "
-                "same seed, or let DistributedDataParallel broadcast rank 0's weights when it wraps the model"
-            )
-        )
-    if not rep["identical"].get("final", False):
-        warned = any("autograd kernel was not registered" in line for line in run.log)
-        fail(
-            _(
-                "the replica audit: the ranks' models start identical and differ after training -- every rank "
-                "stepped with the gradients of its own shard only. Averaging the loss *value* averages nothing that "
-                "backward sees: dist.all_reduce is not differentiable"
-            )
-            + (_(" (torch even warned: 'c10d::allreduce_: an autograd kernel was not registered')") if warned else "")
-            + _(
-                ". Wrap the model in DistributedDataParallel (it all-reduces the gradients during backward), or "
-                "all-reduce every parameter's .grad and divide by the world size before optimizer.step()"
-            )
-        )
+    audit_sequence(
+        run,
+        la,
+        launch=N_(
+            "the launch audit: world size {world_size}, ranks seen {ranks_seen}: keep init_process_group -- the "
+            "ranks must form one process group of 2"
+        ),
+        overlap=N_(
+            "the data audit: the ranks' examples overlap ({overlap:.0f} %): keep the DistributedSampler (and "
+            "set_epoch) -- each rank trains on its own shard"
+        ),
+        first_forward=N_(
+            "the replica audit: the ranks' models differ already at the first forward pass: build them from the "
+            "same seed, or let DistributedDataParallel broadcast rank 0's weights when it wraps the model"
+        ),
+        final=_diverged,
+    )
     placed(run)
     return passed(
         _(
