@@ -230,18 +230,20 @@ def processes_of(uids: set[int]) -> list:
     out = []
     for p in psutil.process_iter(["uids"]):
         try:
-            if p.info["uids"] and p.info["uids"].real in uids:
+            if p.info["uids"] and p.info["uids"].real in uids and running(p):
                 out.append(p)
         except psutil.Error:
             continue
     return out
 
 
-def end_processes(ps: list, grace: float = 5.0) -> int:
-    """SIGTERM each of `ps`, wait up to `grace` s, SIGKILL the rest; returns how many were alive."""
+def end_processes(ps: list, grace: float = 5.0) -> list[str]:
+    """SIGTERM each of `ps`, wait up to `grace` s, SIGKILL the rest; returns those that were alive, each as
+    "name[pid] user: command line" (what a report of a leak needs)."""
     import psutil
 
-    alive = [p for p in ps if p.is_running()]
+    alive = [p for p in ps if running(p)]
+    shown = [_described(p) for p in alive]
     for p in alive:
         try:
             p.terminate()
@@ -254,7 +256,28 @@ def end_processes(ps: list, grace: float = 5.0) -> int:
         except psutil.Error:
             pass
     psutil.wait_procs(left, timeout=grace)
-    return len(alive)
+    return shown
+
+
+def running(p) -> bool:
+    """Whether psutil process `p` still runs.  A zombie does not: it has exited and waits for its parent to read
+    its status -- a kernel whose server stopped first is reparented to PID 1, which in a container may reap late."""
+    import psutil
+
+    try:
+        return p.is_running() and p.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def _described(p) -> str:
+    import psutil
+
+    try:
+        with p.oneshot():
+            return f"{p.name()}[{p.pid}] {p.username()}: {' '.join(p.cmdline())[:160]}"
+    except psutil.Error:
+        return f"[{p.pid}] (gone)"
 
 
 def remove_learners(names: list[str]) -> list[str]:
@@ -477,6 +500,10 @@ def hub_config(
         },
         "Spawner.start_timeout": 180,  # a busy room's first kernels: imports on shared cores
         "Spawner.http_timeout": 120,
+        # stopping: SIGINT lets a learner's server shut its kernels down (5 s each, jupyter_client's wait) before
+        # SIGTERM/SIGKILL; JupyterHub's 10 s was too short on a loaded machine (CI: 2 kernels outlived a killed server)
+        "Spawner.interrupt_timeout": 30,
+        "Spawner.term_timeout": 10,
         "JupyterHub.services": [
             {
                 "name": "idle-culler",
@@ -527,17 +554,18 @@ class Room:
         self.seen += [p for p in kids if p.pid not in known]
         return kids
 
-    def stop(self, grace: float = 30.0) -> dict:
+    def stop(self, grace: float = 60.0) -> dict:
         """Stop the hub (it stops the learners' servers and the proxy), then end whatever the room left running.
 
         Then the room's search grants are removed (`close_the_way`).  Returns what was left and undone:
-        {"left_by_hub": n processes the hub did not stop, "learner_processes": m, "grants_removed": k folders}."""
+        {"left_by_hub": [the processes the hub did not stop], "learner_processes": [those of the learners' accounts
+        left after that], "grants_removed": k folders} -- each process as `end_processes` describes it."""
         if self.server is None:
-            return {"left_by_hub": 0, "learner_processes": 0, "grants_removed": 0}
+            return {"left_by_hub": [], "learner_processes": [], "grants_removed": 0}
         if self.server.alive():
             self.descendants()
         self.server.stop(grace=grace)
-        left = end_processes([p for p in self.seen if p.is_running()])
+        left = end_processes(self.seen)
         stray = end_processes(processes_of({learner.uid for learner in self.learners}))
         self.server = None
         return {"left_by_hub": left, "learner_processes": stray, "grants_removed": len(close_the_way(self.state))}
