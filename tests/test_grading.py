@@ -115,6 +115,12 @@ def test_a_room_with_hostile_submissions_is_graded_to_the_end(tiny_release, tmp_
     _submit(subs, "frank", tiny_release, text="{}", name="99_other.ipynb")  # a notebook the release lacks
     _submit(subs, "gus", tiny_release, _answer(e1="ans1 = 'A'", e2="import os\nos._exit(3)"))  # kills its kernel
 
+    def ran_only(nb):  # opened and ran, typed nothing: outputs differ, code does not
+        nb.cells[1].outputs = [nbformat.v4.new_output("stream", text="ran\n")]
+        nb.cells[1].execution_count = 1
+
+    _submit(subs, "hal", tiny_release, ran_only)
+
     out = tmp_path / "grades"
     t0 = time.monotonic()
     r = subprocess.run(
@@ -129,7 +135,7 @@ def test_a_room_with_hostile_submissions_is_graded_to_the_end(tiny_release, tmp_
     assert r.returncode == 0, r.stdout + r.stderr
     assert "Traceback" not in r.stdout + r.stderr
     last = r.stdout.strip().splitlines()[-1]
-    assert last.startswith("graded 7 learner(s), 3 exercise(s):") and "gradebook.html" in last, r.stdout
+    assert last.startswith("graded 8 learner(s), 3 exercise(s):") and "gradebook.html" in last, r.stdout
     book = _read(out)
     status = {k: v["status"] for k, v in book.items()}
 
@@ -150,6 +156,9 @@ def test_a_room_with_hostile_submissions_is_graded_to_the_end(tiny_release, tmp_
     assert status[("gus", "01.1")] == "pass" and status[("gus", "01.3")] == "not run"
     assert "kernel died" in book[("gus", "01.3")]["note"]
     assert (out / "executed" / "alice" / NB).exists()
+    assert [status[("hal", f"01.{k}")] for k in (1, 2, 3)] == ["not attempted"] * 3
+    assert book[("hal", "01.1")]["note"] == "unchanged from the release: not run"
+    assert not (out / "executed" / "hal").exists(), "a notebook nobody typed in was run"
 
     page = (out / "gradebook.html").read_text(encoding="utf-8")
     assert 'src="data:image/png;base64,' in page and "<script" not in page and "://" not in page  # no CDN
@@ -271,7 +280,7 @@ def test_a_room_is_graded_in_parallel_within_limits_and_predictions_are_answered
     submit("ben", guess=40, ans2="ans2 = 'B'")  # a far one: answered all the same
     submit("cat", guess=15, ans2="blocks = []\nwhile True:\n    blocks.append(bytearray(64 * 2**20))")  # memory
     submit("dan", guess=16, ans2="while True:\n    pass")  # never ends
-    submit("eve")  # nothing done
+    submit("eve")  # nothing done: listed, never run
     out = tmp_path / "grades"
     t0 = time.monotonic()
     r = subprocess.run(
@@ -301,6 +310,8 @@ def test_a_room_is_graded_in_parallel_within_limits_and_predictions_are_answered
     assert "predictions against the measurement" in page and "answered: 40 vs 15.8" in page
 
     runs = json.loads((out / "grading.json").read_text())["notebooks"]
+    assert [n["learner"] for n in runs if n["note"] == "unchanged from the release: not run"] == ["eve"]
+    runs = [n for n in runs if n["learner"] != "eve"]  # the 4 that ran
     spans = sorted((n["started"], n["started"] + n["seconds"]) for n in runs)
     overlapping = sum(1 for (a0, a1), (b0, _) in zip(spans, spans[1:]) if b0 < a1)
     assert overlapping >= 2, f"graded one after another: {spans}"

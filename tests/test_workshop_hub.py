@@ -1,11 +1,15 @@
 """`labkit workshop hub` as a room meets it: a real JupyterHub on loopback, 3 learners in Chromium.
 
 Each learner logs in with their own password, opens notebook 03 of their own copy of the release in
-JupyterLab, answers exercise 03.2 and runs its check (✅), and saves.  Learner 2 then tries to read learner 1's
+JupyterLab, writes a guess for the predict-then-run question 03.4 and runs it, answers exercise 03.2 and runs its
+check (✅), and saves.  Learner 2 then tries to read learner 1's
 notebook through the hub (learner 2's cookies on learner 1's contents API: refused) and through the file system
 (as learner 2's account: permission denied).  Learner 3's cell allocates beyond the room's memory cap and gets
 `MemoryError`; the same kernel runs the next cell.  Stopping leaves no process behind: none of the hub's, none of
-a learner account's.  The accounts (random names, so a real room on this machine is never touched) are removed.
+a learner account's.  The instructor then collects the room (`labkit workshop collect --room`) and grades it (`labkit course grade`): the
+gradebook holds the 3 learners, 03.2 passed and 03.4 *answered* with each learner's guess and the measured value,
+and every notebook nobody typed in is listed without being run.  The accounts (random names, so a real room on this
+machine is never touched) are removed.
 
 The course's Python may sit under a folder closed to other accounts (pyenv under `/root`, mode 0700: this machine
 and CI's container): the room opens exactly those folders to its learners' group by ACL while it runs, and stopping
@@ -17,11 +21,13 @@ configurable-http-proxy (both installed by `make setup`) and jupyterhub (the `la
 
 from __future__ import annotations
 
+import csv
 import grp
 import os
 import secrets
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -31,10 +37,11 @@ from test_browser import type_into
 
 ROOT = Path(__file__).parents[1]
 NOTEBOOK, GRADE_ID = "03_memory_and_accumulation.ipynb", "nb03_ex2"
+PREDICT_ID, PREDICTIONS = "nb03_ex4", (4, 8, 16)  # the predict-then-run question; each learner's guess
 CAP = 2 * 2**30  # each learner's address space; torch, numpy and labkit imported take ~0.6 GiB of it (decisions §27)
 LEARNERS = 3
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(420)]
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(720)]
 
 
 def _needs():
@@ -58,6 +65,15 @@ def _solution() -> str:
     nb = nbformat.read(ROOT / "notebooks" / NOTEBOOK, as_version=4)
     src = nb.cells[_grade_cell(nb, GRADE_ID)].source
     return "\n".join(line for line in src.splitlines() if "BEGIN SOLUTION" not in line and "END SOLUTION" not in line)
+
+
+def _prediction(guess: int) -> str:
+    return f'from labkit.exercises.predictions import predict\nprediction_03 = {guess}\npredict("03", prediction_03)'
+
+
+def _gradebook(grades: Path) -> dict[tuple[str, str], dict]:
+    with open(grades / "gradebook.csv", encoding="utf-8") as f:
+        return {(row["learner"], row["exercise"]): row for row in csv.DictReader(f)}
 
 
 def _login(browser, url: str, learner):
@@ -98,7 +114,8 @@ def test_a_room_of_three_learners(tmp_path):
 
     t0 = time.monotonic()
     release = learner_release(tmp_path / "release").parent
-    index = _grade_cell(nbformat.read(release / "notebooks" / NOTEBOOK, as_version=4), GRADE_ID)
+    released = nbformat.read(release / "notebooks" / NOTEBOOK, as_version=4)
+    index, predict_at = _grade_cell(released, GRADE_ID), _grade_cell(released, PREDICT_ID)
     tag = secrets.token_hex(2)
     (tmp_path / "names.txt").write_text("".join(f"lkt{tag}-{k}\n" for k in range(1, LEARNERS + 1)))
     names = hub.learner_names(names_file=tmp_path / "names.txt")
@@ -134,9 +151,14 @@ def test_a_room_of_three_learners(tmp_path):
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
             pages = {}
             try:
-                for learner in room.learners:
+                for learner, guess in zip(room.learners, PREDICTIONS):
                     page = pages[learner.name] = _login(browser, room.url, learner)
                     cells = _open(page, room.url, learner)
+                    # the predict-then-run question first, as the lesson asks: a guess, run (recorded, not graded)
+                    cells.nth(predict_at).scroll_into_view_if_needed()
+                    guessed = type_into(page, cells.nth(predict_at), _prediction(guess))
+                    assert f"prediction_03 = {guess}" in guessed, guessed
+                    run_cell(page, cells.nth(predict_at))
                     exercise, check = cells.nth(index), cells.nth(index + 1)
                     exercise.scroll_into_view_if_needed()
                     typed = type_into(page, exercise, solution)
@@ -197,13 +219,41 @@ def test_a_room_of_three_learners(tmp_path):
         seen = list(room.seen)
         left = room.stop()
         room = None
-        assert left == {"left_by_hub": 0, "learner_processes": 0, "grants_removed": len(closed)}, left
+        if left["left_by_hub"] or left["learner_processes"]:  # the whole story, where a failure shows it
+            print("left:", *left["left_by_hub"] + left["learner_processes"], sep="\n  ")
+            print((state / "hub.log").read_text(encoding="utf-8", errors="replace")[-6000:])
+        assert left == {"left_by_hub": [], "learner_processes": [], "grants_removed": len(closed)}, left
         after = {d: (_acl(d), d.stat().st_mode) for d in folders}
         assert after == before, "stopping did not hand every folder back as it was"
         assert not any(f":{gid}:" in acl for acl, _ in after.values()) and not (state / hub.GRANTS).exists()
-        assert not [p for p in seen if p.is_running()], "a process the hub started is still running"
+        assert not [p for p in seen if hub.running(p)], "a process the hub started is still running"
         assert not hub.processes_of(uids), "a learner's process outlived the room"
-        print(f"room stopped; {time.monotonic() - t0:.0f} s in all")
+        print(f"room stopped at {time.monotonic() - t0:.0f} s")
+
+        # the instructor collects the room and grades it: one row per learner per exercise of what they typed in
+        subs, grades = tmp_path / "submissions", tmp_path / "grades"
+        labkit = [sys.executable, "-m", "labkit.cli"]
+        got = subprocess.run(
+            [*labkit, "workshop", "collect", "--room", str(state), "--out", str(subs)], capture_output=True, text=True
+        )
+        assert got.returncode == 0 and f"of {LEARNERS} learner(s)" in got.stdout, got.stdout + got.stderr
+        graded = subprocess.run(
+            [*labkit, "course", "grade", str(subs), "--out", str(grades), "--release", str(release)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert graded.returncode == 0 and "Traceback" not in graded.stderr, graded.stdout + graded.stderr
+        book = _gradebook(grades)
+        assert {learner for learner, _ in book} == set(names), sorted(book)
+        for learner, guess in zip(names, PREDICTIONS):
+            assert book[learner, "03.2"]["status"] == "pass", book[learner, "03.2"]
+            predicted = book[learner, "03.4"]
+            assert predicted["status"] == "answered", predicted  # a prediction is never a pass or a fail
+            assert float(predicted["prediction"]) == guess and float(predicted["measured"]) > 1, predicted
+            untouched = [row for (who, ex), row in book.items() if who == learner and not ex.startswith("03.")]
+            assert untouched and all(row["note"] == "unchanged from the release: not run" for row in untouched)
+        print(f"collected and graded; {time.monotonic() - t0:.0f} s in all")
     finally:
         if room is not None:
             room.stop()

@@ -9,7 +9,9 @@ outputs:
 
 * `pass` -- the check printed `✅ pass` and raised nothing;
 * `fail` -- it printed `❌ fail: <hint>` / raised `ExerciseFailed` (the hint is kept);
-* `not attempted` -- the exercise's cell still holds the placeholder `...  # YOUR CODE HERE`;
+* `not attempted` -- the exercise's cell still holds the placeholder `...  # YOUR CODE HERE`; a notebook whose code
+  cells are all as released (a learner who never typed in it: collecting a home copies every notebook) is not run
+  at all, and each of its rows says so;
 * `error` -- the check cell raised something else (e.g. `NameError`: a cell above it broke);
 * `not run` -- the time limit was reached, or the kernel died, before the check cell ran;
 * `check edited` -- the check cell differs from the release's (its checksum in `.labkit-release.json`): it is
@@ -90,12 +92,20 @@ def _stub_left(cell) -> bool:
     return any(line.strip() == STUB for line in cell_source(cell).splitlines())
 
 
-def _released_checks(release: Path, name: str) -> dict[str, dict]:
-    """grade_id -> the release's check cell (source and metadata), to put an edited check back."""
+def _released_notebook(release: Path, name: str):
     import nbformat
 
-    nb = nbformat.read(release / "notebooks" / name, as_version=4)
-    return {grade_id(c): c for c in nb.cells if is_check(c)}
+    return nbformat.read(release / "notebooks" / name, as_version=4)
+
+
+def _released_checks(release: Path, name: str) -> dict[str, dict]:
+    """grade_id -> the release's check cell (source and metadata), to put an edited check back."""
+    return {grade_id(c): c for c in _released_notebook(release, name).cells if is_check(c)}
+
+
+def _code_of(nb) -> list[str]:
+    """The checksums of a notebook's code cells, in order (outputs, metadata and markdown aside)."""
+    return [cell_checksum(cell_source(c)) for c in nb.cells if c.get("cell_type") == "code"]
 
 
 def _verdict(ev: dict | None) -> tuple[str, str]:
@@ -160,6 +170,10 @@ def grade_notebook(
     except Exception as exc:  # noqa: BLE001 -- not JSON, not a notebook, unreadable: all the same to the room
         return rows(INVALID, "", f"invalid notebook: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
 
+    if _code_of(nb) == _code_of(_released_notebook(release, name)):
+        # nothing typed: every exercise still holds its placeholder; running it would cost the room minutes of CPU
+        # (collecting a home copies every notebook of the release) to learn what the cells already say
+        return rows(NOT_ATTEMPTED, "", "unchanged from the release: not run")
     released = _released_checks(release, name)
     found: dict[str, int] = {}  # exercise -> cell index in the learner's notebook
     tampered: dict[str, str] = {}
