@@ -48,6 +48,11 @@ FAST = {
         "ACCUM_STEPS": 3,
         "SEQ_LENS": [64, 256],
     },  # the grid keeps its largest/smallest cells
+    # the fix claims read the sampler (overlap, distinct examples) and the loss curves over the first COMPARE_STEPS
+    # (100) steps; the other 400 of the 600 train the model 08 serves, and 08 serves the English run's.  At 200 steps,
+    # seeds 0 and 1: the gaps 8.1 % / 11.0 % (mean, limit 1.5 %) and 20 % / 24 % (max, limit 3 %) fail as at 600
+    # (8.1 %, 21 %), every other claim passes (ROUGE-L 0.043 over the untrained 0.0); 103 instead of 161 CPU-s
+    "07_multitask_distributed_training": {"STEPS": 200},
     # the fix claims compare the two servers under load at 16 clients; shorter levels, same levels
     "08_deployment": {"SECONDS_PER_LEVEL": 5.0, "REQUESTS_PER_LEVEL": 96, "MODEL_DIR": str(MODEL_07)},
 }

@@ -77,13 +77,15 @@ def one_core(monkeypatch, tmp_path):
         os.sched_setaffinity(0, before)
 
 
-def _dump_notebook(path: Path, dump_to: Path) -> Path:
+def _dump_notebook(path: Path, dump_to: Path, typed: str = "") -> Path:
+    """A notebook whose one cell dumps its process's policy; `typed`: what a learner added (the grader runs only a
+    notebook whose code differs from the release's)."""
     nb = nbformat.v4.new_notebook()
     # the grader hands a learner's kernel a minimal environment (no PYTHONPATH): the cell finds the dumper itself
     here = str(dump_to.parent)  # policy_dump.py is written beside the dump
     nb.cells = [
         nbformat.v4.new_code_cell(
-            f"import sys\nsys.path.insert(0, {here!r})\nimport policy_dump\npolicy_dump.dump({str(dump_to)!r})"
+            f"import sys\nsys.path.insert(0, {here!r})\nimport policy_dump\npolicy_dump.dump({str(dump_to)!r}){typed}"
         )
     ]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
@@ -120,7 +122,7 @@ def _grader(tmp_path: Path) -> dict:
     dump = tmp_path / "grader.json"
     release = tmp_path / "release"
     _dump_notebook(release / "notebooks" / "90_dump.ipynb", dump)
-    learner = _dump_notebook(tmp_path / "subs" / "ada" / "90_dump.ipynb", dump)
+    learner = _dump_notebook(tmp_path / "subs" / "ada" / "90_dump.ipynb", dump, typed="\n# ada was here")
     g = grade_notebook("ada", learner, release, [], limit=120, executed_dir=tmp_path / "graded")
     assert dump.is_file(), g.note
     return json.loads(dump.read_text())
