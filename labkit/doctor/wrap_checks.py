@@ -179,13 +179,9 @@ def joins_group(f: ScriptFacts) -> ast.Call | None:
     return next((c for c in f.calls_named(*JOIN) if not f.dead(c)), None)
 
 
-# a project helper named for setting the run up may wrap the model it makes (`model = setup_model(cfg)`)
-SETUP_HELPER = re.compile(r"dist|parallel|wrap|ddp|fsdp|setup|prepare|engine|accelerat", re.I)
-
-
 def _handed_to_helper(f: ScriptFacts) -> ast.Call | None:
-    """`model = setup_model(args, model)`: the model goes through a helper of the project (defined elsewhere) and
-    comes back, or is made by one named for setting the run up; the helper may wrap it."""
+    """`model = setup_model(args, model)` or `model = load_model(cfg)`: the model goes through a helper of the
+    project (defined elsewhere) and comes back, or is made by one; the helper may wrap it."""
     models = model_of(f)
     for c in f.calls:
         parent = f.parents.get(c)
@@ -193,9 +189,9 @@ def _handed_to_helper(f: ScriptFacts) -> ast.Call | None:
             continue
         if not {unparse(t) for t in parent.targets} & models:
             continue
-        passed = any(unparse(a) in models for a in c.args + [k.value for k in c.keywords])
-        if passed or SETUP_HELPER.search(f.call_name(c).split(".")[-1]):
-            return c
+        # passed through it, or made by it: either way the project's code held the model and may have wrapped it
+        # (`model = load_model(folder, lora=...)` from the project's own `wrapped_model` module)
+        return c
     return None
 
 
@@ -233,7 +229,8 @@ def check_model_not_wrapped(f: ScriptFacts) -> list[Hit]:
         return [
             Hit(
                 helper.lineno,
-                f"the model is handed to `{unparse(helper.func)}`, which this file does not define: whether it "
+                f"the model is made by or handed to `{unparse(helper.func)}`, which this file does not define: "
+                "whether it "
                 "wraps the model for the process group joined at line "
                 f"{join.lineno} is not known here",
                 why=tuple(why),
