@@ -280,9 +280,11 @@ BUILD_FUNC = re.compile(
 )
 
 
-def _is_tokenizer_call(c: ast.Call) -> bool:
+def _is_tokenizer_call(f: ScriptFacts, c: ast.Call) -> bool:
     func = c.func
     if isinstance(func, ast.Name):
+        if func.id in f.functions or func.id in f.class_defs:
+            return False  # the file's own `def load_tokenizer(...)` or class: its tokenizer calls are checked inside
         return "tokenizer" in func.id.lower() or func.id == "tok"
     if isinstance(func, ast.Attribute):
         if "tokenizer" in func.attr.lower():
@@ -420,7 +422,14 @@ def check_no_truncation(f: ScriptFacts) -> list[Hit]:
     chunked = chunks_text(f)
     enabled = f.calls_named("enable_truncation")  # a `tokenizers` tokenizer told to truncate every call
     for c in f.calls:
-        if not _is_tokenizer_call(c) or has_splat(c) or _truncates(f, c) or enabled or f.dead(c) or _cut_by_hand(f, c):
+        if (
+            not _is_tokenizer_call(f, c)
+            or has_splat(c)
+            or _truncates(f, c)
+            or enabled
+            or f.dead(c)
+            or _cut_by_hand(f, c)
+        ):
             continue
         if _only_measured(f, c):
             continue
