@@ -132,6 +132,7 @@ EXPECTED: dict[str, set[str]] = {
     # round 5: general facts heldout4 showed the doctor lacked (each written here, none keyed to a script's names)
     "model_made_by_project_builder.py": {"model_not_wrapped"},  # `net = build_network(...)` of the project: unknown
     "tokenizer_factory_defined_here.py": set(),  # `tokenizer = make_tokenizer(name)`: the file's own function
+    "ema_copy_wrapped.py": set(),  # `teacher = copy.deepcopy(student)` of a model already on the rank's GPU
 }
 
 
@@ -600,6 +601,17 @@ def test_a_model_made_by_the_projects_own_builder_is_unknown_not_claimed():
     # the builder is another module's: it may return the model wrapped (DDP, FSDP), so nothing is claimed
     [finding] = [f for f in check_file(str(_path("model_made_by_project_builder.py"))) if f.code == "model_not_wrapped"]
     assert finding.severity == "unknown" and "`build_network`, which this file does not define" in finding.message
+
+
+def test_a_deep_copy_is_on_its_sources_device_and_only_there():
+    src = _fixture("ema_copy_wrapped.py")
+    assert _codes(src) == []
+    # the source left on the CPU: both the model and its copy are wrapped unmoved
+    unmoved = src.replace("nn.Linear(64, 1)).to(local_rank)", "nn.Linear(64, 1))")
+    assert [(f.code, f.line) for f in check_source(unmoved)] == [
+        ("model_not_on_device", 26),
+        ("model_not_on_device", 27),
+    ]
 
 
 def test_model_not_wrapped_fix_shows_the_ddp_line_and_torchrun():

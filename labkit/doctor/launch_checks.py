@@ -371,6 +371,17 @@ def _model_moves(f: ScriptFacts, ddp: ast.Call) -> list[ast.Call] | None:
             for site in f.callers(func):
                 if 0 <= i < len(site.args):
                     keys.add(unparse(site.args[i]))
+    copied = True
+    while copied:  # `ema = copy.deepcopy(model)`: the copy is made on the device its source is on
+        copied = False
+        for node in ast.walk(f.tree):
+            value = node.value if isinstance(node, ast.Assign) else None
+            if not (isinstance(value, ast.Call) and f.call_name(value).split(".")[-1] == "deepcopy" and value.args):
+                continue
+            src = unparse(value.args[0])
+            if _assigned(node) & keys and src not in keys:
+                keys.add(src)
+                copied = True
     moves = []
     for node in ast.walk(f.tree):  # model = Net(device=...) / model = build_model() whose body moves it
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and _assigned(node) & keys:
