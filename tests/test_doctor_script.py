@@ -133,6 +133,7 @@ EXPECTED: dict[str, set[str]] = {
     "model_made_by_project_builder.py": {"model_not_wrapped"},  # `net = build_network(...)` of the project: unknown
     "tokenizer_factory_defined_here.py": set(),  # `tokenizer = make_tokenizer(name)`: the file's own function
     "ema_copy_wrapped.py": set(),  # `teacher = copy.deepcopy(student)` of a model already on the rank's GPU
+    "local_rank_arg_fills_env.py": set(),  # `os.environ.setdefault("LOCAL_RANK", str(args.local_rank))`
 }
 
 
@@ -612,6 +613,21 @@ def test_a_deep_copy_is_on_its_sources_device_and_only_there():
         ("model_not_on_device", 26),
         ("model_not_on_device", 27),
     ]
+
+
+@pytest.mark.parametrize(
+    "fill, expected",
+    [
+        ('os.environ.setdefault("LOCAL_RANK", str(args.local_rank))', []),
+        ('if "LOCAL_RANK" not in os.environ:\n        os.environ["LOCAL_RANK"] = str(args.local_rank)', []),
+        # another variable filled: LOCAL_RANK still never gets the value
+        ('os.environ["RUN_NAME"] = str(args.local_rank)', ["unused_local_rank_arg"]),
+        ("pass", ["unused_local_rank_arg"]),
+    ],
+)
+def test_a_local_rank_arg_that_fills_the_environment_is_used(fill, expected):
+    src = _fixture("local_rank_arg_fills_env.py")
+    assert _codes(src.replace('os.environ.setdefault("LOCAL_RANK", str(args.local_rank))', fill)) == expected
 
 
 def test_model_not_wrapped_fix_shows_the_ddp_line_and_torchrun():

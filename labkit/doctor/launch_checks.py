@@ -45,6 +45,7 @@ class LocalRankArg:
     overwrite: ast.Assign | None = None  # `args.local_rank = <something else>`
     from_env: bool = False  # ...and that something is LOCAL_RANK from the environment
     required: bool = False  # `required=True`: the script cannot start unless the deprecated launcher passes it
+    fills_env: ast.AST | None = None  # `os.environ["LOCAL_RANK"] = str(args.local_rank)`: handed to who reads it
 
 
 def _declared(f: ScriptFacts) -> tuple[ast.Call, str, str] | None:
@@ -180,6 +181,7 @@ def _follow_local_rank_arg(f: ScriptFacts) -> LocalRankArg | None:
             break
     flow = _Flow(f, dest)
     flow.spread()
+    arg.fills_env = _fills_env(f, flow)
     for use in flow.device_uses():
         if arg.overwrite is not None and not (
             f.same_function(use, arg.overwrite) and use.lineno < arg.overwrite.lineno
@@ -188,6 +190,29 @@ def _follow_local_rank_arg(f: ScriptFacts) -> LocalRankArg | None:
         arg.use = use
         break
     return arg
+
+
+def _fills_env(f: ScriptFacts, flow: _Flow) -> ast.AST | None:
+    """`os.environ["LOCAL_RANK"] = str(args.local_rank)` (or `os.environ.setdefault("LOCAL_RANK", ...)`): the value
+    becomes the environment's LOCAL_RANK, which the code that reads it (a library's runner) then uses."""
+    for node in ast.walk(f.tree):
+        if isinstance(node, ast.Assign) and flow.holds(node.value):
+            for t in node.targets:
+                if (
+                    isinstance(t, ast.Subscript)
+                    and unparse(t.value).split(".")[-1] == "environ"
+                    and ENV_LOCAL_RANK[0] in strings(t.slice)
+                ):
+                    return node
+        elif (
+            isinstance(node, ast.Call)
+            and f.call_name(node).endswith("environ.setdefault")
+            and len(node.args) == 2
+            and ENV_LOCAL_RANK[0] in strings(node.args[0])
+            and flow.holds(node.args[1])
+        ):
+            return node
+    return None
 
 
 def _reads_env_local_rank(f: ScriptFacts) -> bool:
@@ -255,6 +280,8 @@ def check_unused_local_rank_arg(f: ScriptFacts) -> list[tuple[int, str]]:
     arg = local_rank_arg(f)
     if arg is None or arg.use is not None or arg.required or (arg.overwrite is None and arg.from_env):
         return []
+    if arg.fills_env is not None and arg.overwrite is None:
+        return []  # it fills LOCAL_RANK when the launcher did not: the value decides the rank's device there
     if arg.overwrite is not None:
         source = "LOCAL_RANK from the environment" if arg.from_env else f"`{unparse(arg.overwrite.value)}`"
         why = f"line {arg.overwrite.lineno} replaces it with {source}"
