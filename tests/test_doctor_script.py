@@ -134,6 +134,7 @@ EXPECTED: dict[str, set[str]] = {
     "tokenizer_factory_defined_here.py": set(),  # `tokenizer = make_tokenizer(name)`: the file's own function
     "ema_copy_wrapped.py": set(),  # `teacher = copy.deepcopy(student)` of a model already on the rank's GPU
     "local_rank_arg_fills_env.py": set(),  # `os.environ.setdefault("LOCAL_RANK", str(args.local_rank))`
+    "wrapper_moved_after_wrap.py": {"model_not_on_device"},  # `net = DDP(net, device_ids=[rank]).to(device)`
 }
 
 
@@ -628,6 +629,16 @@ def test_a_deep_copy_is_on_its_sources_device_and_only_there():
 def test_a_local_rank_arg_that_fills_the_environment_is_used(fill, expected):
     src = _fixture("local_rank_arg_fills_env.py")
     assert _codes(src.replace('os.environ.setdefault("LOCAL_RANK", str(args.local_rank))', fill)) == expected
+
+
+def test_moving_the_wrapper_is_after_the_wrap_moving_the_model_is_before():
+    src = _fixture("wrapper_moved_after_wrap.py")
+    assert [(f.code, f.line) for f in check_source(src)] == [("model_not_on_device", 22)]
+    fixed = src.replace(
+        "DistributedDataParallel(net, device_ids=[rank]).to(device)",
+        "DistributedDataParallel(net.to(device), device_ids=[rank])",
+    )
+    assert _codes(fixed) == []
 
 
 def test_model_not_wrapped_fix_shows_the_ddp_line_and_torchrun():

@@ -431,6 +431,8 @@ def _model_moves(f: ScriptFacts, ddp: ast.Call) -> list[ast.Call] | None:
         ):
             if f.same_function(c, ddp) and c.lineno > ddp.lineno:
                 continue  # moved after wrapping: too late
+            if any(n is ddp for n in ast.walk(c.func.value)):
+                continue  # `DistributedDataParallel(model, ...).to(device)`: the wrapper is moved, after wrapping
             moves.append(c)
     return moves
 
