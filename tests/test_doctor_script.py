@@ -135,6 +135,7 @@ EXPECTED: dict[str, set[str]] = {
     "ema_copy_wrapped.py": set(),  # `teacher = copy.deepcopy(student)` of a model already on the rank's GPU
     "local_rank_arg_fills_env.py": set(),  # `os.environ.setdefault("LOCAL_RANK", str(args.local_rank))`
     "wrapper_moved_after_wrap.py": {"model_not_on_device"},  # `net = DDP(net, device_ids=[rank]).to(device)`
+    "click_local_rank_option.py": {"legacy_launch"},  # `@click.option("--local_rank")`, `fit(**kwargs)`
 }
 
 
@@ -639,6 +640,27 @@ def test_moving_the_wrapper_is_after_the_wrap_moving_the_model_is_before():
         "DistributedDataParallel(net.to(device), device_ids=[rank])",
     )
     assert _codes(fixed) == []
+
+
+@pytest.mark.parametrize(
+    "main, expected",
+    [
+        ("def main(**kwargs):\n    fit(**kwargs)", ["legacy_launch"]),
+        # the option lands in the decorated function's own parameter
+        (
+            "def main(model_name, out_dir, epochs, local_rank):\n    fit(model_name, out_dir, epochs, local_rank)",
+            ["legacy_launch"],
+        ),
+        # declared, never handed on: only there so the old launcher's argument parses
+        (
+            "def main(**kwargs):\n    fit(kwargs['model_name'], kwargs['out_dir'], kwargs['epochs'], -1)",
+            ["unused_local_rank_arg"],
+        ),
+    ],
+)
+def test_a_local_rank_declared_through_click_is_followed(main, expected):
+    src = _fixture("click_local_rank_option.py")
+    assert _codes(src.replace("def main(**kwargs):\n    fit(**kwargs)", main)) == expected
 
 
 def test_model_not_wrapped_fix_shows_the_ddp_line_and_torchrun():

@@ -56,7 +56,33 @@ def _declared(f: ScriptFacts) -> tuple[ast.Call, str, str] | None:
             dest = kwarg(c, "dest")
             named = isinstance(dest, ast.Constant) and isinstance(dest.value, str)
             return c, flag, dest.value if named else flag.lstrip("-").replace("-", "_")
+    for func in (n for n in ast.walk(f.tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
+        for c in func.decorator_list:  # click/typer: `@click.option("--local_rank", ...)` over `def main(...)`
+            if isinstance(c, ast.Call) and f.call_name(c).split(".")[-1] == "option":
+                flags = [a.value for a in c.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+                flag = next((fl for fl in flags if fl in LOCAL_RANK_FLAGS), None)
+                if flag:
+                    return c, flag, flag.lstrip("-").replace("-", "_")
     return None
+
+
+def _option_params(f: ScriptFacts, option: ast.Call, dest: str) -> list[tuple[int, str]]:
+    """Where a decorator option's value lands: the decorated function's parameter `dest`, or, when it takes
+    `**kwargs` and hands them on (`train(**kwargs)`), the parameter `dest` of the function it calls."""
+    func = next((n for n in ast.walk(f.tree) if option in getattr(n, "decorator_list", ())), None)
+    if func is None:
+        return []
+    if dest in [a.arg for a in func.args.posonlyargs + func.args.args + func.args.kwonlyargs]:
+        return [(id(func), dest)]
+    if func.args.kwarg is None:
+        return []
+    out = []
+    for c in (n for n in ast.walk(func) if isinstance(n, ast.Call)):
+        if any(k.arg is None and unparse(k.value) == func.args.kwarg.arg for k in c.keywords):
+            for target in f.targets(c):
+                if dest in [a.arg for a in target.args.posonlyargs + target.args.args + target.args.kwonlyargs]:
+                    out.append((id(target), dest))
+    return out
 
 
 def _mentions_env(node: ast.AST, env_names: set[str]) -> bool:
@@ -180,6 +206,7 @@ def _follow_local_rank_arg(f: ScriptFacts) -> LocalRankArg | None:
             arg.from_env = _mentions_env(node.value, env)
             break
     flow = _Flow(f, dest)
+    flow.names.update(_option_params(f, call, dest))
     flow.spread()
     arg.fills_env = _fills_env(f, flow)
     for use in flow.device_uses():
