@@ -136,6 +136,7 @@ EXPECTED: dict[str, set[str]] = {
     "local_rank_arg_fills_env.py": set(),  # `os.environ.setdefault("LOCAL_RANK", str(args.local_rank))`
     "wrapper_moved_after_wrap.py": {"model_not_on_device"},  # `net = DDP(net, device_ids=[rank]).to(device)`
     "click_local_rank_option.py": {"legacy_launch"},  # `@click.option("--local_rank")`, `fit(**kwargs)`
+    "lightning_module_here_unclipped.py": {"no_grad_clip", "no_warmup"},  # the module's, the Trainer's settings here
 }
 
 
@@ -661,6 +662,27 @@ def test_moving_the_wrapper_is_after_the_wrap_moving_the_model_is_before():
 def test_a_local_rank_declared_through_click_is_followed(main, expected):
     src = _fixture("click_local_rank_option.py")
     assert _codes(src.replace("def main(**kwargs):\n    fit(**kwargs)", main)) == expected
+
+
+CLIPPED = 'L.Trainer(accelerator="gpu", devices=2, strategy="ddp", max_epochs=5, gradient_clip_val=1.0)'
+WARMED = """opt = torch.optim.AdamW(self.parameters(), lr=self.lr)
+        ramp = torch.optim.lr_scheduler.LinearLR(opt, start_factor=0.01, total_iters=100)
+        return [opt], [{"scheduler": ramp, "interval": "step"}]"""
+
+
+@pytest.mark.parametrize(
+    "old, new, expected",
+    [
+        ("", "", ["no_grad_clip", "no_warmup"]),
+        ('L.Trainer(accelerator="gpu", devices=2, strategy="ddp", max_epochs=5)', CLIPPED, ["no_warmup"]),
+        ("return torch.optim.AdamW(self.parameters(), lr=self.lr)", WARMED, ["no_grad_clip"]),
+        # the Trainer's settings come from the command line: clipping and the rest are set there
+        ('L.Trainer(accelerator="gpu", devices=2, strategy="ddp", max_epochs=5)', "L.Trainer(**vars(args))", []),
+    ],
+)
+def test_lightning_with_its_module_here_is_judged_on_the_trainer_and_configure_optimizers(old, new, expected):
+    src = _fixture("lightning_module_here_unclipped.py")
+    assert _codes(src.replace(old, new) if old else src) == expected
 
 
 def test_model_not_wrapped_fix_shows_the_ddp_line_and_torchrun():

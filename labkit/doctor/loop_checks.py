@@ -21,6 +21,7 @@ from labkit.doctor.ast_facts import (
     Hit,
     ScriptFacts,
     Why,
+    has_splat,
     is_const,
     kwarg,
     launch_line,
@@ -114,6 +115,43 @@ def compile_fit(f: ScriptFacts) -> ast.Call | None:
     return None
 
 
+def lightning_fit(f: ScriptFacts) -> tuple[ast.ClassDef, ast.Call, ast.Call] | None:
+    """Lightning with the module written here: a LightningModule subclass of this file makes its optimizer in
+    `configure_optimizers`, and a Trainer made here with settings written out (no `**kwargs`, no command-line
+    Trainer) fits it. Its clipping is the Trainer's `gradient_clip_val`, its schedule what configure_optimizers
+    returns: both are this file's to give. Returns (the module, the Trainer call, the fit call)."""
+    if not uses_lightning(f):
+        return None
+    module = next(
+        (
+            cls
+            for cls in f.class_defs.values()
+            if any(unparse(b).split(".")[-1] == "LightningModule" for b in cls.bases)
+            and any(isinstance(n, FuncDef) and n.name == "configure_optimizers" for n in cls.body)
+        ),
+        None,
+    )
+    trainers = [c for c in f.calls if f.call_name(c).split(".")[-1] == "Trainer" and not f.dead(c)]
+    if module is None or len(trainers) != 1 or has_splat(trainers[0]):
+        return None
+    if any(f.call_name(c).split(".")[-1] in ("from_argparse_args", "LightningCLI", "CLI") for c in f.calls):
+        return None  # the Trainer's settings come from the command line
+    fit = next((c for c in f.calls_named("fit") if isinstance(c.func, ast.Attribute) and not f.dead(c)), None)
+    return (module, trainers[0], fit) if fit is not None else None
+
+
+def _lightning_evidence(found: tuple[ast.ClassDef, ast.Call, ast.Call]) -> Why:
+    module, trainer, fit = found
+    return (
+        (
+            module.lineno,
+            f"`{module.name}` is a LightningModule of this file: its configure_optimizers makes the optimizer",
+        ),
+        (trainer.lineno, f"`{short(trainer)}` is made here with its settings written out"),
+        (fit.lineno, f"`{short(fit)}` trains it: Lightning's loop steps the optimizer"),
+    )
+
+
 def _compile_fit_evidence(f: ScriptFacts, compiled: ast.Call) -> Why:
     flow = optimizers(f)
     opt = next(a for a in [kwarg(compiled, "optimizer"), *compiled.args] if a is not None and flow.chain(a))
@@ -178,7 +216,11 @@ def check_no_grad_clip(f: ScriptFacts) -> list[Hit]:
     if handed is not None:
         return [handed]
     if step is None:
-        return []
+        lit = lightning_fit(f)
+        if lit is None:
+            return []
+        why = (*_lightning_evidence(lit), (None, NO_CLIP + ", no `gradient_clip_val=` given to the Trainer"))
+        return [Hit(lit[1].lineno, "Lightning's Trainer steps the optimizer without gradient clipping", why=why)]
     why = (*loop_evidence(f, step), (None, NO_CLIP))
     if step in scaler_steps(f):  # the loss scaler runs backward and the step: it is where clipping goes
         return [
@@ -553,7 +595,8 @@ def check_no_warmup(f: ScriptFacts) -> list[Hit]:
     """Adam's first steps use poorly estimated moments: full LR from step 0 derails transformers."""
     step = hand_loop(f)
     compiled = compile_fit(f) if step is None and helper_loop(f) is None else None
-    if _has_warmup(f) or (step is None and helper_loop(f) is None and compiled is None):
+    lit = lightning_fit(f) if step is None and helper_loop(f) is None and compiled is None else None
+    if _has_warmup(f) or (step is None and helper_loop(f) is None and compiled is None and lit is None):
         return []
     adam = [c for c in f.calls if f.call_name(c).split(".")[-1] in ADAM_FAMILY and not f.dead(c)]
     models = [c for c in f.calls if TRANSFORMERISH.search(f.call_name(c)) and not f.dead(c)] + [
@@ -561,14 +604,16 @@ def check_no_warmup(f: ScriptFacts) -> list[Hit]:
     ]
     if not adam and not models:
         return []
-    helper = helper_loop(f) if step is None and compiled is None else None
+    helper = helper_loop(f) if step is None and compiled is None and lit is None else None
     own_lr = _lr_set_here(f) if helper is not None else None
     handed = None if own_lr is not None else _handed_over(f, step, "learning-rate warmup")
     if handed is not None:
         return [handed]
-    line = adam[0].lineno if adam else (step or compiled or helper).lineno
+    line = adam[0].lineno if adam else (step or compiled or helper or lit[2]).lineno
     if step is not None:
         loop = loop_evidence(f, step)
+    elif lit is not None:
+        loop = _lightning_evidence(lit)
     elif compiled is not None:
         loop = _compile_fit_evidence(f, compiled)
     else:  # the project's helper steps the optimizer, but the learning rate is set here
