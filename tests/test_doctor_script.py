@@ -137,6 +137,7 @@ EXPECTED: dict[str, set[str]] = {
     "wrapper_moved_after_wrap.py": {"model_not_on_device"},  # `net = DDP(net, device_ids=[rank]).to(device)`
     "click_local_rank_option.py": {"legacy_launch"},  # `@click.option("--local_rank")`, `fit(**kwargs)`
     "lightning_module_here_unclipped.py": {"no_grad_clip", "no_warmup"},  # the module's, the Trainer's settings here
+    "optimizer_wrapper_step_method.py": {"no_seed"},  # `noam = NoamOpt(Adam(...))`; `noam.step_and_schedule()`
 }
 
 
@@ -683,6 +684,18 @@ WARMED = """opt = torch.optim.AdamW(self.parameters(), lr=self.lr)
 def test_lightning_with_its_module_here_is_judged_on_the_trainer_and_configure_optimizers(old, new, expected):
     src = _fixture("lightning_module_here_unclipped.py")
     assert _codes(src.replace(old, new) if old else src) == expected
+
+
+def test_a_step_through_the_projects_optimizer_wrapper_is_a_loop_to_seed():
+    src = _fixture("optimizer_wrapper_step_method.py")
+    assert [(f.code, f.line) for f in check_source(src)] == [("no_seed", 19)]
+    seeded = src.replace("def main():\n", "def main():\n    torch.manual_seed(0)\n")
+    assert _codes(seeded) == []
+    # a wrapper not built around an optimizer is no optimizer: its `step...` method is no training step
+    assert (
+        _codes(src.replace("NoamOpt(torch.optim.Adam(model.parameters(), betas=(0.9, 0.98), eps=1e-9),", "NoamOpt("))
+        == []
+    )
 
 
 def test_model_not_wrapped_fix_shows_the_ddp_line_and_torchrun():

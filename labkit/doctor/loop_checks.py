@@ -31,6 +31,7 @@ from labkit.doctor.ast_facts import (
 )
 from labkit.doctor.dataflow import (
     Flow,
+    backward_calls,
     deepspeed_engine,
     is_optimizer_constructor,
     hand_loop,
@@ -331,6 +332,33 @@ def _fit_on_shuffled_loader(f: ScriptFacts) -> ast.Call | None:
     return None
 
 
+def _wrapped_optimizer_step(f: ScriptFacts) -> ast.Call | None:
+    """`sched = ScheduledOptim(optim.Adam(...), ...)`, then `sched.step_and_update_lr()` after `loss.backward()`: an
+    object built around an optimizer (by code this file does not define) stepped through its own `step...` method.
+    The loop is this file's, so is its seeding; what the method does besides stepping (clipping, the schedule) is
+    the wrapper's and is not judged from it."""
+    if not backward_calls(f):
+        return None
+    opts = optimizers(f)
+    made = {
+        c: f"`{short(c.func)}(...)` is built around an optimizer"
+        for c in f.calls
+        if project_helper(f, c) and any(opts.chain(a) for a in c.args + [k.value for k in c.keywords])
+    }
+    if not made:
+        return None
+    around = Flow(f, made)
+    for c in f.calls:
+        if (
+            isinstance(c.func, ast.Attribute)
+            and c.func.attr.startswith("step")
+            and not f.dead(c)
+            and around.chain(c.func.value)
+        ):
+            return c
+    return None
+
+
 def check_no_seed(f: ScriptFacts) -> list[Hit]:
     """Unseeded runs can't be reproduced or compared. Hugging Face's Trainer seeds for you (its
     TrainingArguments default to seed=42); Lightning's does not; a project's own `Trainer` class
@@ -345,6 +373,8 @@ def check_no_seed(f: ScriptFacts) -> list[Hit]:
         training = helper_loop(f)
     if training is None:
         training = _fit_on_shuffled_loader(f)
+    if training is None:
+        training = _wrapped_optimizer_step(f)
     if training is not None:
         late = [(s, _seeds_too_late(f, s, training)) for s in seeds]
         if seeds and not all(why for _, why in late):
