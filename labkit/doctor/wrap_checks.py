@@ -179,9 +179,24 @@ def joins_group(f: ScriptFacts) -> ast.Call | None:
     return next((c for c in f.calls_named(*JOIN) if not f.dead(c)), None)
 
 
+# a project helper named for setting the run up (or from a module named so) may wrap the model it makes
+# (`model = setup_model(cfg)`, `from finetune.wrapped_model import load_model`); a plain builder
+# (`from labkit.model import build_model`) returns a bare model
+SETUP_HELPER = re.compile(r"dist|parallel|wrap|ddp|fsdp|setup|prepare|engine|accelerat", re.I)
+
+
+def _import_module(f: ScriptFacts, name: str) -> str:
+    """The module `name` was imported from (`from a.b import name` -> "a.b"), or "" when it was not."""
+    for node in ast.walk(f.tree):
+        if isinstance(node, ast.ImportFrom) and any((a.asname or a.name) == name for a in node.names):
+            return node.module or ""
+    return ""
+
+
 def _handed_to_helper(f: ScriptFacts) -> ast.Call | None:
-    """`model = setup_model(args, model)` or `model = load_model(cfg)`: the model goes through a helper of the
-    project (defined elsewhere) and comes back, or is made by one; the helper may wrap it."""
+    """`model = setup_model(args, model)` or `model = load_model(cfg)` from `wrapped_model`: the model goes through
+    a helper of the project (defined elsewhere) and comes back, or is made by one named (or from a module named) for
+    setting the run up; the helper may wrap it."""
     models = model_of(f)
     for c in f.calls:
         parent = f.parents.get(c)
@@ -189,9 +204,13 @@ def _handed_to_helper(f: ScriptFacts) -> ast.Call | None:
             continue
         if not {unparse(t) for t in parent.targets} & models:
             continue
-        # passed through it, or made by it: either way the project's code held the model and may have wrapped it
-        # (`model = load_model(folder, lora=...)` from the project's own `wrapped_model` module)
-        return c
+        passed = any(unparse(a) in models for a in c.args + [k.value for k in c.keywords])
+        root = c.func
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        module = _import_module(f, root.id) if isinstance(root, ast.Name) else ""
+        if passed or SETUP_HELPER.search(f.call_name(c).split(".")[-1]) or SETUP_HELPER.search(module):
+            return c
     return None
 
 
