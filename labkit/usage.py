@@ -60,6 +60,29 @@ def _hwm_bytes(pid: int) -> int:
     return 0
 
 
+def live_cpu_seconds(root: int) -> float:
+    """User + system seconds the live processes of the tree rooted at `root` (itself included) have used so far.
+
+    A sampled figure (a process that already exited is missing): right for "is this job still working?", which
+    compares two readings a few seconds apart (`labkit.distributed.launcher`'s stall watch); wrong for the
+    total a job used, which is `TreeUsage`'s."""
+    import psutil
+
+    try:
+        leader = psutil.Process(root)
+        tree = [leader, *leader.children(recursive=True)]
+    except psutil.Error:
+        return 0.0
+    total = 0.0
+    for p in tree:
+        try:
+            t = p.cpu_times()
+            total += t.user + t.system
+        except psutil.Error:  # it exited between the listing and the read
+            continue
+    return total
+
+
 class TreeUsage:
     """`with TreeUsage() as u: <start and wait for a child>`; then `u.usage` (a `Usage`).
 

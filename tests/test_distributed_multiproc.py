@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 
 import psutil
 import pytest
@@ -152,12 +153,27 @@ def test_without_restarts_a_crash_is_a_failure(tmp_path, data_dir):
 
 
 @pytest.mark.timeout(150)
-def test_hung_rank_times_out_naming_it_and_leaves_no_orphans(tmp_path, data_dir):
-    with pytest.raises(LaunchTimeout, match=r"rank\(s\) \[1\] stopped making progress") as exc:
-        launch(_drill(data_dir, 4, "hang", 1, 1), 2, out_dir=tmp_path, timeout_s=75, echo=None)
+def test_hung_rank_is_stopped_naming_it_and_leaves_no_orphans(tmp_path, data_dir):
+    """Rank 1 hangs at step 1, rank 0 waits for it in the gradient all-reduce.  With `stall_s` the launcher stops
+    the job once nothing has moved for 15 s (heartbeats frozen, processes asleep), long before the 120 s limit."""
+    t0 = time.monotonic()
+    with pytest.raises(
+        LaunchTimeout, match=r"no rank having moved for 15 s.*rank\(s\) \[1\] stopped making progress"
+    ) as exc:
+        launch(_drill(data_dir, 4, "hang", 1, 1), 2, out_dir=tmp_path, timeout_s=120, stall_s=15, echo=None)
+    assert time.monotonic() - t0 < 60
     assert exc.value.hung_ranks == [1]
     pids = [b["pid"] for b in exc.value.result.progress.values()]
     assert pids and not any(psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE for p in pids)
+    assert not _survivors(tmp_path)
+
+
+def test_the_time_limit_stops_a_job_that_never_got_going(tmp_path, data_dir):
+    """The limit itself, whatever the job does: 3 s is before the rank has even reported, so it is the one named."""
+    t0 = time.monotonic()
+    with pytest.raises(LaunchTimeout, match=r"^timed out after 3 s: rank\(s\) \[0\] stopped making progress") as exc:
+        launch(_drill(data_dir, 4, "hang", 0, 1), 1, out_dir=tmp_path, launcher="python", timeout_s=3, echo=None)
+    assert time.monotonic() - t0 < 30 and exc.value.hung_ranks == [0]
     assert not _survivors(tmp_path)
 
 

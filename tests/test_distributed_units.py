@@ -16,6 +16,8 @@ from labkit.distributed.launcher import (
     check_devices,
     check_port,
     free_port,
+    IDLE_CORE_SHARE,
+    StallWatch,
     laggards,
     launch,
 )
@@ -157,6 +159,50 @@ def test_laggard_is_the_rank_behind():
     }
     assert laggards(beats, {}, 2) == [1]
     assert laggards({0: beats[0]}, {}, 2) == [1]  # never reported at all
+
+
+def _watch_over(watch: StallWatch, seconds: int, beats, cpu_per_s: float, t0: float = 0.0, cpu0: float = 0.0):
+    """Feed `watch` one reading a second; the first second at which it says stalled, or None."""
+    for i in range(seconds + 1):
+        b = beats(i) if callable(beats) else beats
+        if watch.stalled(b, now=t0 + i, cpu=cpu0 + cpu_per_s * i):
+            return i
+    return None
+
+
+def test_a_job_that_stands_still_and_sleeps_is_stalled_after_stall_s():
+    training = {0: {"stage": "train", "step": 1, "phase": "backward"}, 1: {"stage": "train", "step": 1, "phase": ""}}
+    idle = IDLE_CORE_SHARE / 5  # what two hung gloo ranks and torchrun's agent used (0.009 of a core)
+    assert _watch_over(StallWatch(1, 15, 2), 40, training, idle) == 15
+
+
+def test_a_job_that_burns_cpu_or_beats_is_never_stalled():
+    training = {0: {"stage": "train", "step": 1, "phase": "forward"}, 1: {"stage": "train", "step": 1, "phase": ""}}
+    # a working rank beside a busy machine still gets >= 0.4 of a core; heartbeats frozen (the harness's ranks)
+    assert _watch_over(StallWatch(1, 15, 2), 60, training, 0.4) is None
+
+    # asleep but a heartbeat moves every 10 s (a slow, I/O-bound step)
+    def beating(i):
+        return {r: {"stage": "train", "step": i // 10, "phase": "forward"} for r in (0, 1)}
+
+    assert _watch_over(StallWatch(1, 15, 2), 60, beating, 0.0) is None
+    # just above the idle line
+    assert _watch_over(StallWatch(1, 15, 2), 60, training, IDLE_CORE_SHARE * 1.2) is None
+
+
+def test_the_stall_watch_arms_only_once_every_rank_trains():
+    # a rank asleep in the rendezvous while its peer still imports: not a hang, however long
+    waiting = {0: {"stage": "start", "step": 0, "phase": ""}}
+    assert _watch_over(StallWatch(1, 15, 2), 60, waiting, 0.0) is None
+
+    # arms when the second rank starts training at t=30; stalled 15 s later
+    def late(i):
+        beats = {0: {"stage": "train", "step": 0, "phase": ""}}
+        if i >= 30:
+            beats[1] = {"stage": "train", "step": 0, "phase": ""}
+        return beats
+
+    assert _watch_over(StallWatch(1, 15, 2), 60, late, 0.0) == 45
 
 
 def test_port_in_use_is_refused_with_owner():

@@ -3,7 +3,8 @@
 A Jupyter kernel cannot host the ranks itself (each rank is a process with its
 own interpreter), so `launch()` starts `torchrun` (or plain `python`, or
 `accelerate launch`) in its own process group, streams every line tagged with
-its rank, enforces a timeout that names the rank everyone waits for, and reads
+its rank, enforces a timeout that names the rank everyone waits for (and, asked
+with `stall_s`, stops a job as soon as it has visibly stopped moving), and reads
 each rank's report (`<out>/ranks/rank<R>.json`).  A run is judged by the ranks'
 recorded completion, not only by the exit code: gloo on CPU sometimes aborts
 (SIGABRT) at interpreter exit *after* all work is done.  That case -- and only
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import queue
 import re
+from collections import deque
 import signal
 import socket
 import subprocess
@@ -33,6 +35,10 @@ from labkit.distributed.reports import clear_reports, read_reports  # noqa: F401
 LAUNCHERS = ("torchrun", "python", "accelerate", "accelerate-cpu", "accelerate-fsdp")
 SIGABRT_EXIT = -signal.SIGABRT
 _TAG = re.compile(r"^\[(?:default|[a-z]+)(\d+)\]:")
+# a job whose processes together use less than this share of one core is waiting, not working: beside a full test
+# suite on this 2-core machine, two ranks hung in a gloo collective plus torchrun's agent used 0.009 of a core
+# together, while a working rank gets >= 0.4 of one
+IDLE_CORE_SHARE = 0.05
 _FAIL = re.compile(r"rank\s*:\s*(\d+)\s*\(local_rank:\s*\d+\)\s*\n\s*exitcode\s*:\s*(-?\d+)")
 
 
@@ -202,6 +208,43 @@ def build_command(
     raise LaunchError(f"unknown launcher {launcher!r}: choose one of {LAUNCHERS}")
 
 
+class StallWatch:
+    """Has the job stopped moving?  A hang (a collective one rank never reaches) is a job whose heartbeats stand
+    still and whose processes sleep; a slow job still beats or still burns CPU.
+
+    Armed only once every rank's heartbeat has reached training (stage "train" or "done"): before that a rank may
+    sleep in a rendezvous or wait for a peer that is still importing.  Stalled when, for `stall_s` seconds, no
+    heartbeat changed and the job's process tree used less than `IDLE_CORE_SHARE` of one core."""
+
+    def __init__(self, root_pid: int, stall_s: float, expected: int):
+        self.root, self.stall_s, self.expected = root_pid, stall_s, expected
+        self.samples: deque[tuple[float, float]] = deque()  # (time, the tree's CPU seconds)
+        self.beats: dict | None = None
+        self.moved_at = 0.0
+        self.idle_cpu = 0.0
+
+    def stalled(self, beats: dict[int, dict], now: float | None = None, cpu: float | None = None) -> bool:
+        from labkit.usage import live_cpu_seconds
+
+        now = time.monotonic() if now is None else now
+        armed = len(beats) >= self.expected and all(b.get("stage") in ("train", "done") for b in beats.values())
+        if not armed or beats != self.beats:
+            self.beats, self.moved_at = beats, now
+            self.samples.clear()
+        if not armed:
+            return False
+        self.samples.append((now, live_cpu_seconds(self.root) if cpu is None else cpu))
+        # keep the newest sample at least `stall_s` old as the window's start
+        while len(self.samples) > 1 and self.samples[1][0] <= now - self.stall_s:
+            self.samples.popleft()
+        t0, cpu0 = self.samples[0]
+        span = now - t0
+        if now - self.moved_at < self.stall_s or span < self.stall_s:
+            return False
+        self.idle_cpu = self.samples[-1][1] - cpu0
+        return self.idle_cpu < IDLE_CORE_SHARE * span
+
+
 def laggards(progress: dict[int, dict], ranks: dict[int, dict], expected: int) -> list[int]:
     """The ranks the others are waiting for: missing, or least far along."""
     order = {"start": 0, "data": 1, "model": 2, "train": 3, "done": 4}
@@ -255,6 +298,7 @@ def launch(
     launcher: str = "torchrun",
     device: str = "auto",
     timeout_s: float = 600.0,
+    stall_s: float | None = None,
     port: int | None = None,
     nnodes: int = 1,
     node_rank: int = 0,
@@ -273,7 +317,8 @@ def launch(
     (`labkit.threads.child_env`), `env` is added last.  On CPU the default is 2
     gloo processes; on GPUs one process per visible GPU with NCCL.  Raises
     `LaunchError` before starting when the request cannot work, `LaunchTimeout`
-    (naming the rank the others wait for) after `timeout_s`, and `LaunchFailed`
+    (naming the rank the others wait for) after `timeout_s` -- or, with `stall_s`, as soon as every rank is
+    training and the job has not moved for `stall_s` seconds (`StallWatch`) --, and `LaunchFailed`
     when a rank did not complete (with `check=False` the result is returned).
     """
     if launcher not in LAUNCHERS:
@@ -311,7 +356,14 @@ def launch(
             clear_reports(out)
         child_env["LABKIT_LAUNCH_ATTEMPT"] = str(attempt)
         res = _run_once(
-            cmd, child_env, out, timeout_s - (time.perf_counter() - t0), nproc * nnodes, echo, multi_node=nnodes > 1
+            cmd,
+            child_env,
+            out,
+            timeout_s - (time.perf_counter() - t0),
+            nproc * nnodes,
+            echo,
+            multi_node=nnodes > 1,
+            stall_s=stall_s,
         )
         total.returncode, total.ranks, total.progress = res.returncode, res.ranks, res.progress
         total.log += res.log
@@ -352,7 +404,9 @@ def launch(
     return total
 
 
-def _run_once(cmd, env, out: Path, timeout_s: float, expected: int, echo, multi_node: bool) -> LaunchResult:
+def _run_once(
+    cmd, env, out: Path, timeout_s: float, expected: int, echo, multi_node: bool, stall_s: float | None = None
+) -> LaunchResult:
     res = LaunchResult(list(cmd), requested=expected)
     proc = subprocess.Popen(
         cmd,
@@ -372,8 +426,12 @@ def _run_once(cmd, env, out: Path, timeout_s: float, expected: int, echo, multi_
         lines.put(None)
 
     threading.Thread(target=pump, daemon=True).start()
-    deadline = time.perf_counter() + max(timeout_s, 1.0)
-    timed_out, eof = False, False
+    started = time.perf_counter()
+    deadline = started + max(timeout_s, 1.0)
+    # local ranks only: on a multi-node job the other node's ranks are another machine's processes
+    watch = StallWatch(proc.pid, stall_s, expected) if stall_s and not multi_node else None
+    watched = 0.0
+    timed_out, stalled, eof = False, False, False
     try:
         while not eof:
             try:
@@ -382,6 +440,11 @@ def _run_once(cmd, env, out: Path, timeout_s: float, expected: int, echo, multi_
                 if time.perf_counter() > deadline:
                     timed_out = True
                     break
+                if watch is not None and time.perf_counter() - watched >= 1.0:
+                    watched = time.perf_counter()
+                    if watch.stalled(read_reports(out)[1]):
+                        timed_out = stalled = True
+                        break
                 continue
             if line is None:
                 eof = True
@@ -415,8 +478,14 @@ def _run_once(cmd, env, out: Path, timeout_s: float, expected: int, echo, multi_
             f"{res.progress.get(r, {}).get('step', '-')} {res.progress.get(r, {}).get('phase', '')}".rstrip()
             for r in sorted(set(range(max(res.world_size, expected))) | set(res.progress))
         )
+        why = (
+            f"stopped after {time.perf_counter() - started:.0f} s, no rank having moved for {stall_s:.0f} s "
+            f"({watch.idle_cpu:.2f} CPU-s used meanwhile)"
+            if stalled
+            else f"timed out after {timeout_s:.0f} s"
+        )
         raise LaunchTimeout(
-            f"timed out after {timeout_s:.0f} s: rank(s) {hung} stopped making progress and the others "
+            f"{why}: rank(s) {hung} stopped making progress and the others "
             f"wait for them ({where}); every process of the job was killed",
             res,
             hung,

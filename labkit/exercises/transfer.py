@@ -55,6 +55,9 @@ from labkit.i18n import _
 
 HARNESS = "labkit.exercises.harness"
 TIMEOUT_S = 150.0  # per check: a learner's script that hangs (a collective one rank never reaches) is stopped
+# ... and sooner, once every rank runs the learner's code and the job has sat idle this long (its processes using
+# under 5 % of a core: the launcher's StallWatch); a learner's training loop never rests that long
+STALL_S = 20.0
 
 
 @dataclass(frozen=True)
@@ -248,6 +251,7 @@ def run_fix(exercise_id: str, answer: Any, *, timeout_s: float = TIMEOUT_S, keep
                 launcher="torchrun" if ex.nproc > 1 else "python",
                 device="cpu",
                 timeout_s=timeout_s,
+                stall_s=STALL_S,
                 env={"CUDA_VISIBLE_DEVICES": ""},
                 check=False,
                 echo=None,
