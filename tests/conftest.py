@@ -53,6 +53,26 @@ def pytest_sessionstart(session):
     _started[0] = time.monotonic()
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """With LABKIT_TEST_CPU_LOG set, one JSON line per test: its wall and CPU seconds, the CPU of the child
+    processes it waited for included (a notebook's kernel, a torchrun job) -- where a 2-core suite's time goes."""
+    import time
+
+    log = os.environ.get("LABKIT_TEST_CPU_LOG")
+    t0, c0 = time.monotonic(), os.times()
+    yield
+    if log:
+        import json
+
+        c1 = os.times()
+        cpu = sum(getattr(c1, k) - getattr(c0, k) for k in ("user", "system", "children_user", "children_system"))
+        with open(log, "a", encoding="utf-8") as f:
+            f.write(
+                json.dumps({"test": item.nodeid, "wall": round(time.monotonic() - t0, 2), "cpu": round(cpu, 2)}) + "\n"
+            )
+
+
 def pytest_runtest_logreport(report):
     part = next((name for marker, name in PARTS.items() if marker in report.keywords), "unit")
     _spent[part] = _spent.get(part, 0.0) + report.duration
