@@ -240,6 +240,7 @@ def run_torch(monkeypatch, fake, *args):
     monkeypatch.setattr(inst, "installed_torch", lambda python=None: fake.torch)
     monkeypatch.delenv("TORCH_PIP_ARGS", raising=False)
     monkeypatch.delenv("TORCH_BUILD", raising=False)
+    monkeypatch.setenv("LABKIT_INSTALLER", "pip")  # the decision under test, not the installer (below)
     return inst.main(["torch", "--version", "2.13.0", "--platform", LINUX, *args])
 
 
@@ -271,6 +272,64 @@ def test_install_is_a_no_op_when_the_intended_build_is_there(monkeypatch):
     assert run_torch(monkeypatch, fake, "--gpu", "yes") == 0 and fake.calls == []
 
 
+# ------------------------------------------------------------------------------------------- the installer
+PIP_CONFIG = [
+    "global.cert='/etc/ssl/certs/ca-certificates.crt'",
+    "global.constraint='{c}'",
+    "global.extra-index-url='file://{idx} file:///no/such/index https://mirror.example/simple'",
+    "global.find-links='/no/such/folder'",
+    ":env:.find-links='{links}'",
+    "user.index-url='https://user.example/simple'",
+]
+
+
+def test_pip_configuration_becomes_uv_flags(tmp_path):
+    (tmp_path / "c.txt").write_text("torch<=2.14.1\n")
+    (tmp_path / "idx").mkdir()
+    (tmp_path / "links").mkdir()
+    lines = [ln.format(c=tmp_path / "c.txt", idx=tmp_path / "idx", links=tmp_path / "links") for ln in PIP_CONFIG]
+    args = inst.uv_args(lines)
+    assert args == [
+        "--constraint", str(tmp_path / "c.txt"),
+        "--extra-index-url", f"file://{tmp_path / 'idx'}",  # the missing file:// index is left out
+        "--extra-index-url", "https://mirror.example/simple",
+        "--find-links", str(tmp_path / "links"),  # the environment's wins over the file's
+        "--index-url", "https://user.example/simple",
+        "--index-strategy", "unsafe-best-match",  # pip's choice over every index, not uv's first index
+    ]  # fmt: skip
+    assert inst.uv_args(["global.no-index='true'"]) == ["--no-index"] and inst.uv_args([]) == []
+
+
+def test_install_goes_through_uv_with_pips_configuration_and_falls_back_to_pip(tmp_path, monkeypatch):
+    python = tmp_path / "bin" / "python"
+    python.parent.mkdir()
+    calls = []
+
+    def run(cmd, **kw):
+        calls.append(cmd)
+        if cmd[1:4] == ["-m", "pip", "config"]:
+            return subprocess.CompletedProcess(cmd, 0, stdout="global.find-links='/'\n", stderr="")
+        return subprocess.CompletedProcess(cmd, 1 if cmd[0].endswith("uv") and fail_uv else 0)
+
+    monkeypatch.setattr(inst.sys, "executable", str(python))
+    monkeypatch.setattr(inst.subprocess, "run", run)
+    monkeypatch.delenv("LABKIT_INSTALLER", raising=False)
+    fail_uv = False
+    assert inst.install(["torch==2.13.0"]) == 0  # no uv in the environment: pip
+    assert calls[-1] == [str(python), "-m", "pip", "install", "--quiet", "torch==2.13.0"]
+    (python.parent / "uv").touch()
+    calls.clear()
+    assert inst.install(["-e", ".[dev]"]) == 0
+    assert calls[-1] == [str(python.parent / "uv"), "pip", "install", "--quiet", "--python", str(python),
+                         "--find-links", "/", "-e", ".[dev]"]  # fmt: skip
+    fail_uv = True
+    calls.clear()
+    assert inst.install(["-e", ".[dev]"]) == 0 and calls[-1][:4] == [str(python), "-m", "pip", "install"]
+    monkeypatch.setenv("LABKIT_INSTALLER", "pip")
+    calls.clear()
+    assert inst.install(["x"]) == 0 and len(calls) == 1 and calls[0][1:3] == ["-m", "pip"]
+
+
 # ------------------------------------------------------------------------------------------- the Makefile
 def make_n(*args: str) -> str:
     r = subprocess.run(["make", "-n", "-C", str(ROOT), *args], capture_output=True, text=True, timeout=60)
@@ -283,7 +342,7 @@ def test_makefile_setup_installs_torch_through_the_script_then_verifies(tmp_path
     out = make_n("setup", f"VENV={tmp_path / 'v'}")
     lines = out.splitlines()
     torch_i = next(i for i, ln in enumerate(lines) if "scripts/install.py" in ln and ln.rstrip().endswith(" torch"))
-    pkg_i = next(i for i, ln in enumerate(lines) if re.search(r"pip install --quiet -e \"\.\[", ln))
+    pkg_i = next(i for i, ln in enumerate(lines) if re.search(r"install\.py package -e \"\.\[", ln))
     verify_i = next(i for i, ln in enumerate(lines) if "scripts/install.py" in ln and ln.rstrip().endswith(" verify"))
     assert torch_i < pkg_i < verify_i
     assert f'--version "{MAKE_TORCH}"' in lines[torch_i]
