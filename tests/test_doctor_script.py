@@ -134,6 +134,7 @@ EXPECTED: dict[str, set[str]] = {
     "tokenizer_factory_defined_here.py": set(),  # `tokenizer = make_tokenizer(name)`: the file's own function
     "ema_copy_wrapped.py": set(),  # `teacher = copy.deepcopy(student)` of a model already on the rank's GPU
     "local_rank_arg_fills_env.py": set(),  # `os.environ.setdefault("LOCAL_RANK", str(args.local_rank))`
+    "seed_through_determinism_helper.py": set(),  # `set_determinism(cfg.seed)`: a helper named for it, given the seed
     "wrapper_moved_after_wrap.py": {"model_not_on_device"},  # `net = DDP(net, device_ids=[rank]).to(device)`
     "click_local_rank_option.py": {"legacy_launch"},  # `@click.option("--local_rank")`, `fit(**kwargs)`
     "lightning_module_here_unclipped.py": {"no_grad_clip", "no_warmup"},  # the module's, the Trainer's settings here
@@ -1085,3 +1086,13 @@ def test_a_step_in_a_project_objects_method_is_the_loop_and_a_learning_rate_set_
     assert "no_warmup" not in _codes(warmed)
     seeded = src.replace("    model = build_classifier()", "    torch.manual_seed(0)\n    model = build_classifier()")
     assert "no_seed" not in _codes(seeded)
+
+
+def test_a_helper_named_for_determinism_and_handed_the_seed_seeds():
+    src = _fixture("seed_through_determinism_helper.py")
+    assert _codes(src) == []
+    assert _codes(src.replace("set_determinism(cfg.seed)", "set_determinism(seed=1234)")) == []
+    # handed no seed, it only pins algorithms; torch's own determinism switch seeds nothing
+    assert _codes(src.replace("set_determinism(cfg.seed)", "set_determinism()")) == ["no_seed"]
+    assert _codes(src.replace("set_determinism(cfg.seed)", "torch.use_deterministic_algorithms(True)")) == ["no_seed"]
+    assert _codes(src.replace("    set_determinism(cfg.seed)\n", "")) == ["no_seed"]

@@ -25,6 +25,7 @@ from labkit.doctor.ast_facts import (
     is_const,
     kwarg,
     launch_line,
+    names_in,
     multi_process,
     short,
     unparse,
@@ -241,14 +242,31 @@ NO_CLIP = (
 )
 
 
+DETERMINISM = re.compile(r"determinis", re.I)
+
+
+def _handed_a_seed(c: ast.Call) -> bool:
+    """`set_determinism(cfg.training.seed)`, `make_deterministic(seed=42)`: an argument that is (or names) a seed."""
+    return any(k.arg == "seed" for k in c.keywords) or any(
+        "seed" in " ".join(names_in(a)).lower() for a in (*c.args, *(k.value for k in c.keywords))
+    )
+
+
 def _seed_calls(f: ScriptFacts, numpy_too: bool = False) -> list[ast.Call]:
     """Calls that seed torch (with `numpy_too`, also numpy's and Python's global generators); a project's own
-    `init_seeds(...)`/`setup_seed(...)` is given the benefit of the doubt. Never a seed in dead code."""
+    `init_seeds(...)`/`setup_seed(...)` is given the benefit of the doubt, and so is a project's helper named for
+    determinism that is handed the seed (`set_determinism(cfg.seed)`: seeding is what makes a run deterministic;
+    torch's own `use_deterministic_algorithms` pins kernels and seeds nothing). Never a seed in dead code."""
     out = []
     for c in f.calls:
         name = f.call_name(c)
         last = name.split(".")[-1]
-        if f.dead(c) or "seed" not in last.lower():
+        if f.dead(c):
+            continue
+        if DETERMINISM.search(last) and not name.startswith("torch.") and _handed_a_seed(c):
+            out.append(c)
+            continue
+        if "seed" not in last.lower():
             continue
         if name in ("random.seed", "numpy.random.seed", "np.random.seed"):
             if numpy_too:
