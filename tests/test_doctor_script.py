@@ -135,6 +135,7 @@ EXPECTED: dict[str, set[str]] = {
     "ema_copy_wrapped.py": set(),  # `teacher = copy.deepcopy(student)` of a model already on the rank's GPU
     "local_rank_arg_fills_env.py": set(),  # `os.environ.setdefault("LOCAL_RANK", str(args.local_rank))`
     "seed_through_determinism_helper.py": set(),  # `set_determinism(cfg.seed)`: a helper named for it, given the seed
+    "seed_given_to_launch.py": set(),  # `hpcframe.launch_from_env(config={}, seed=args.seed)` seeds every process
     "wrapper_moved_after_wrap.py": {"model_not_on_device"},  # `net = DDP(net, device_ids=[rank]).to(device)`
     "click_local_rank_option.py": {"legacy_launch"},  # `@click.option("--local_rank")`, `fit(**kwargs)`
     "lightning_module_here_unclipped.py": {"no_grad_clip", "no_warmup"},  # the module's, the Trainer's settings here
@@ -1096,3 +1097,15 @@ def test_a_helper_named_for_determinism_and_handed_the_seed_seeds():
     assert _codes(src.replace("set_determinism(cfg.seed)", "set_determinism()")) == ["no_seed"]
     assert _codes(src.replace("set_determinism(cfg.seed)", "torch.use_deterministic_algorithms(True)")) == ["no_seed"]
     assert _codes(src.replace("    set_determinism(cfg.seed)\n", "")) == ["no_seed"]
+
+
+def test_a_framework_launch_handed_a_seed_seeds_every_process():
+    src = _fixture("seed_given_to_launch.py")
+    assert _codes(src) == []
+    assert _codes(src.replace("config={}, seed=args.seed)", "config={})")) == ["no_seed"]
+    assert _codes(src.replace("seed=args.seed)", "seed=None)")) == ["no_seed"]
+    # this file's own setup function, given a seed it never uses, is read, not trusted by its name
+    own = src.replace("hpcframe.launch_from_env(", "setup_run(").replace(
+        "def main():", "def setup_run(config, seed):\n    hpcframe.launch_from_env(config=config)\n\n\ndef main():"
+    )
+    assert _codes(own) == ["no_seed"]

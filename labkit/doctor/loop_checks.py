@@ -252,6 +252,17 @@ def _handed_a_seed(c: ast.Call) -> bool:
     )
 
 
+# a framework's call that starts the run (`launch_from_torch`, `init_distributed`, `setup_environment`)
+LAUNCH = re.compile(r"launch|^init|setup|initiali[sz]e", re.I)
+
+
+def _launch_seed(f: ScriptFacts, c: ast.Call) -> bool:
+    """`colossalai.launch_from_torch(config={}, seed=42)`: a framework's launch handed `seed=` seeds every process
+    it starts (one value for all) -- not this file's own `setup(..., seed=)`, whose body the checks read instead."""
+    seed = kwarg(c, "seed")
+    return seed is not None and not is_const(seed, None) and not f.targets(c)
+
+
 def _seed_calls(f: ScriptFacts, numpy_too: bool = False) -> list[ast.Call]:
     """Calls that seed torch (with `numpy_too`, also numpy's and Python's global generators); a project's own
     `init_seeds(...)`/`setup_seed(...)` is given the benefit of the doubt, and so is a project's helper named for
@@ -264,6 +275,9 @@ def _seed_calls(f: ScriptFacts, numpy_too: bool = False) -> list[ast.Call]:
         if f.dead(c):
             continue
         if DETERMINISM.search(last) and not name.startswith("torch.") and _handed_a_seed(c):
+            out.append(c)
+            continue
+        if LAUNCH.search(last) and _launch_seed(f, c):
             out.append(c)
             continue
         if "seed" not in last.lower():
