@@ -136,6 +136,7 @@ EXPECTED: dict[str, set[str]] = {
     "local_rank_arg_fills_env.py": set(),  # `os.environ.setdefault("LOCAL_RANK", str(args.local_rank))`
     "seed_through_determinism_helper.py": set(),  # `set_determinism(cfg.seed)`: a helper named for it, given the seed
     "seed_given_to_launch.py": set(),  # `hpcframe.launch_from_env(config={}, seed=args.seed)` seeds every process
+    "sampler_imported_unused.py": set(),  # DistributedSampler imported, never built: nothing to set_epoch
     "wrapper_moved_after_wrap.py": {"model_not_on_device"},  # `net = DDP(net, device_ids=[rank]).to(device)`
     "click_local_rank_option.py": {"legacy_launch"},  # `@click.option("--local_rank")`, `fit(**kwargs)`
     "lightning_module_here_unclipped.py": {"no_grad_clip", "no_warmup"},  # the module's, the Trainer's settings here
@@ -1109,3 +1110,12 @@ def test_a_framework_launch_handed_a_seed_seeds_every_process():
         "def main():", "def setup_run(config, seed):\n    hpcframe.launch_from_env(config=config)\n\n\ndef main():"
     )
     assert _codes(own) == ["no_seed"]
+
+
+def test_a_distributed_sampler_that_is_only_imported_shards_nothing():
+    src = _fixture("sampler_imported_unused.py")
+    assert _codes(src) == []
+    built = src.replace("sampler=RandomSampler(train)", "sampler=DistributedSampler(train, num_replicas=1, rank=0)")
+    assert _codes(built) == ["missing_set_epoch"]
+    assert _codes(built.replace("    for epoch in range(epochs):\n", "    for epoch in range(epochs):\n"
+                                "        loader.sampler.set_epoch(epoch)\n")) == []

@@ -252,10 +252,15 @@ class ScriptFacts:
 
     def references(self, *last: str) -> bool:
         """Does any name/attribute (aliases expanded) end with one of `last`?"""
+        return self.used(*last) or any(n.split(".")[-1] in last for n in self.aliases.values())
+
+    def used(self, *last: str) -> bool:
+        """Does the code (not only an import) name something ending with one of `last`? An imported
+        `DistributedSampler` that nothing builds or passes on shards nothing."""
         for node in ast.walk(self.tree):
             if isinstance(node, (ast.Name, ast.Attribute)) and self.resolve(node).split(".")[-1] in last:
                 return True
-        return any(n.split(".")[-1] in last for n in self.aliases.values())
+        return False
 
     def mentions_rank(self, node: ast.AST) -> bool:
         """Does `node` use the rank: a `*rank*` name, `get_rank()`, `os.environ["RANK"]`, a tainted variable?"""

@@ -215,7 +215,9 @@ def check_no_distributed_sampler(f: ScriptFacts) -> list[Hit]:
 
 def check_missing_set_epoch(f: ScriptFacts) -> list[Hit]:
     """DistributedSampler shuffles with seed + epoch: without set_epoch every epoch repeats one order."""
-    if not f.references("DistributedSampler"):
+    # an import alone builds no sampler: the code must name it, or call `set_epoch` on the one it uses
+    set_epochs = [c for c in f.calls if isinstance(c.func, ast.Attribute) and c.func.attr == "set_epoch"]
+    if not f.used("DistributedSampler") and not (f.references("DistributedSampler") and set_epochs):
         return []
     hits = []
     for loop in [*epoch_loops(f), *_pass_loops(f)]:
