@@ -137,6 +137,8 @@ EXPECTED: dict[str, set[str]] = {
     "seed_through_determinism_helper.py": set(),  # `set_determinism(cfg.seed)`: a helper named for it, given the seed
     "seed_given_to_launch.py": set(),  # `hpcframe.launch_from_env(config={}, seed=args.seed)` seeds every process
     "sampler_imported_unused.py": set(),  # DistributedSampler imported, never built: nothing to set_epoch
+    # `get_scheduler("constant", num_warmup_steps=...)`: the constant schedule never reads its warmup steps
+    "constant_schedule_warmup_ignored.py": {"no_warmup"},
     "wrapper_moved_after_wrap.py": {"model_not_on_device"},  # `net = DDP(net, device_ids=[rank]).to(device)`
     "click_local_rank_option.py": {"legacy_launch"},  # `@click.option("--local_rank")`, `fit(**kwargs)`
     "lightning_module_here_unclipped.py": {"no_grad_clip", "no_warmup"},  # the module's, the Trainer's settings here
@@ -1119,3 +1121,13 @@ def test_a_distributed_sampler_that_is_only_imported_shards_nothing():
     assert _codes(built) == ["missing_set_epoch"]
     assert _codes(built.replace("    for epoch in range(epochs):\n", "    for epoch in range(epochs):\n"
                                 "        loader.sampler.set_epoch(epoch)\n")) == []
+
+
+def test_a_constant_schedule_ignores_the_warmup_steps_it_is_handed():
+    src = _fixture("constant_schedule_warmup_ignored.py")
+    assert _codes(src) == ["no_warmup"]
+    for warmed in ("constant_with_warmup", "linear", "cosine"):
+        assert _codes(src.replace('get_scheduler("constant"', f'get_scheduler("{warmed}"')) == []
+    assert _codes(src.replace('get_scheduler("constant", optimizer=opt', 'get_scheduler(name="constant", optimizer=opt')) == [
+        "no_warmup"
+    ]

@@ -600,10 +600,20 @@ def _docstrings(f: ScriptFacts) -> set[int]:
     }
 
 
+def _constant_schedule(call: ast.AST) -> bool:
+    """`get_scheduler("constant", opt, num_warmup_steps=...)` (transformers, diffusers): the constant schedule never
+    reads its warmup steps (only "constant_with_warmup" and the decaying ones do), so the LR is full from step 0."""
+    if not isinstance(call, ast.Call) or "schedul" not in unparse(call.func).lower():
+        return False
+    name = call.args[0] if call.args else kwarg(call, "name") or kwarg(call, "scheduler_type")
+    return is_const(name, "constant")
+
+
 def _has_warmup(f: ScriptFacts) -> bool:
     docs = _docstrings(f)
+    ignored = {id(n) for c in f.calls if _constant_schedule(c) for n in ast.walk(c)}  # warmup steps it never reads
     for node in ast.walk(f.tree):
-        if id(node) in docs:
+        if id(node) in docs or id(node) in ignored:
             continue
         if isinstance(node, ast.keyword) and node.arg and "warmup" in node.arg.lower() and is_const(node.value, 0):
             continue
