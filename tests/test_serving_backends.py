@@ -270,6 +270,13 @@ def test_triton_batches_never_exceed_the_models_max_batch_size():
     [
         ("503", "Request for unknown model: 'labkit_t5' is not ready", BackendUnavailable),  # HTTP
         ("StatusCode.UNAVAILABLE", "failed to connect to all addresses", BackendUnavailable),  # gRPC, down
+        # PyTriton's model process died (or restarts): Triton has unloaded the model -- measured under load
+        (
+            "StatusCode.NOT_FOUND",
+            "Request for unknown model: 'labkit_t5' has no available versions",
+            BackendUnavailable,
+        ),
+        ("404", "Request for unknown model: 'labkit_t5' is not found", BackendUnavailable),
         ("400", "unknown task(s) ['poem']: choose one of ('title', 'summary', 'keywords')", BackendError),
         ("StatusCode.INTERNAL", "ONNX Runtime failed", BackendError),
     ],

@@ -381,7 +381,16 @@ def _triton_error(exc, url: str, model_name: str) -> Exception:
     status = str(exc.status() or "")
     if status == "StatusCode.UNAVAILABLE" and "connect" in msg.lower():
         return _unreachable(url, exc)
-    if status in ("503", "StatusCode.UNAVAILABLE") or "not ready" in msg.lower() or "unavailable" in msg.lower():
+    # no model loaded under that name right now: not ready, unloaded while PyTriton's model process died or restarts
+    # (Triton answers NOT_FOUND "... has no available versions" then; measured killing the process under load) --
+    # a retry after the restart succeeds, so 503, not the 502 of a request the model failed on
+    gone = status in ("404", "StatusCode.NOT_FOUND") or "unknown model" in msg.lower()
+    if (
+        gone
+        or status in ("503", "StatusCode.UNAVAILABLE")
+        or "not ready" in msg.lower()
+        or "unavailable" in msg.lower()
+    ):
         return BackendUnavailable(f"Triton at {url} has no ready model {model_name!r}: {msg}")
     return BackendError(f"Triton error: {msg}")
 
