@@ -20,6 +20,7 @@ from labkit.distributed.launcher import (
     StallWatch,
     laggards,
     launch,
+    rank_tagged,
 )
 from labkit.distributed.samplers import RecordingSampler, make_sampler
 
@@ -203,6 +204,18 @@ def test_the_stall_watch_arms_only_once_every_rank_trains():
         return beats
 
     assert _watch_over(StallWatch(1, 15, 2), 60, late, 0.0) == 45
+
+
+def test_torchruns_prefix_names_the_rank_once():
+    assert rank_tagged("[default1]:loss 3.2") == "[rank 1] loss 3.2"
+    assert rank_tagged("[default0]:[rank 0/2] launcher=torchrun") == "[rank 0/2] launcher=torchrun"
+    assert rank_tagged("[default0]:[rank 0] done: 4 steps") == "[rank 0] done: 4 steps"
+    assert rank_tagged("[default0]:[rank 1] says rank 0 waits") == "[rank 0] [rank 1] says rank 0 waits"  # not its own
+    # on several nodes torchrun's number is the local rank: kept beside the global one the program prints
+    assert rank_tagged("[default0]:[rank 2/4] launcher=torchrun", multi_node=True) == (
+        "[local rank 0] [rank 2/4] launcher=torchrun"
+    )
+    assert rank_tagged("plain line") == "plain line"
 
 
 def test_port_in_use_is_refused_with_owner():

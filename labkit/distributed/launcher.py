@@ -208,6 +208,19 @@ def build_command(
     raise LaunchError(f"unknown launcher {launcher!r}: choose one of {LAUNCHERS}")
 
 
+def rank_tagged(line: str, multi_node: bool = False) -> str:
+    """torchrun's "[default0]:" prefix as "[rank 0]" (single node: the local rank is the rank; "[local rank 0]" on
+    several nodes) -- left out where the rank's own line already starts with its rank ("[rank 0/2] ...",
+    `labkit.train`'s lines), so that no line reads "[rank 0] [rank 0/2]"."""
+    m = _TAG.match(line)
+    if not m:
+        return line
+    rest = line[m.end() :].lstrip(" ")
+    if not multi_node and re.match(rf"\[rank {m.group(1)}[/\]]", rest):
+        return rest
+    return f"[{'local ' if multi_node else ''}rank {m.group(1)}] {rest}"
+
+
 class StallWatch:
     """Has the job stopped moving?  A hang (a collective one rank never reaches) is a job whose heartbeats stand
     still and whose processes sleep; a slow job still beats or still burns CPU.
@@ -449,9 +462,7 @@ def _run_once(
             if line is None:
                 eof = True
                 break
-            m = _TAG.match(line)
-            if m:  # torchrun's "[default0]:" names the local rank; single node => it is the rank
-                line = f"[{'local ' if multi_node else ''}rank {m.group(1)}] {line[m.end() :]}"
+            line = rank_tagged(line, multi_node)
             res.log.append(line)
             if echo:
                 echo(line)
