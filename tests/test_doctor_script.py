@@ -91,8 +91,9 @@ EXPECTED: dict[str, set[str]] = {
     # pytorch/examples minGPT-ddp: `from trainer import Trainer` is the project's own class
     "mingpt_ddp_main.py": {"no_seed", "unsynced_seed"},
     "mingpt_ddp_main_seeded.py": set(),
-    # pytorch/examples imagenet/main.py: bare .cuda() + DDP without device_ids in the branch without --gpu
-    "imagenet_main.py": {"model_not_on_device", "no_grad_clip", "unsafe_torch_load"},
+    # pytorch/examples imagenet/main.py: bare .cuda() + DDP without device_ids in the branch without --gpu; the seed
+    # is set in main() only, which mp.spawn's children (--multiprocessing-distributed) never run
+    "imagenet_main.py": {"model_not_on_device", "no_grad_clip", "no_seed", "unsafe_torch_load"},
     "imagenet_main_fixed.py": set(),
     # Lightning Fabric and accelerate's nlp_example.py: the fixes in their own idiom
     "fabric_train.py": set(),
@@ -139,6 +140,7 @@ EXPECTED: dict[str, set[str]] = {
     "sampler_imported_unused.py": set(),  # DistributedSampler imported, never built: nothing to set_epoch
     # `get_scheduler("constant", num_warmup_steps=...)`: the constant schedule never reads its warmup steps
     "constant_schedule_warmup_ignored.py": {"no_warmup"},
+    "spawn_parent_seeded.py": {"no_seed"},  # the parent of mp.spawn seeds, the children that train do not
     "wrapper_moved_after_wrap.py": {"model_not_on_device"},  # `net = DDP(net, device_ids=[rank]).to(device)`
     "click_local_rank_option.py": {"legacy_launch"},  # `@click.option("--local_rank")`, `fit(**kwargs)`
     "lightning_module_here_unclipped.py": {"no_grad_clip", "no_warmup"},  # the module's, the Trainer's settings here
@@ -1131,3 +1133,21 @@ def test_a_constant_schedule_ignores_the_warmup_steps_it_is_handed():
     assert _codes(src.replace('get_scheduler("constant", optimizer=opt', 'get_scheduler(name="constant", optimizer=opt')) == [
         "no_warmup"
     ]
+
+
+def test_the_children_of_mp_spawn_do_not_inherit_the_parents_seed():
+    src = _fixture("spawn_parent_seeded.py")
+    [hit] = check_source(src)
+    assert hit.code == "no_seed" and "runs only in the parent" in " ".join(t for _, t in hit.why)
+    in_child = src.replace("    torch.manual_seed(1)\n", "").replace(
+        "    dist.init_process_group(", "    torch.manual_seed(1)\n    dist.init_process_group("
+    )
+    assert _codes(in_child) == []
+    # the top of the module runs again in every child that imports it
+    at_top = src.replace("    torch.manual_seed(1)\n", "").replace(
+        "\n\n\ndef worker(", "\ntorch.manual_seed(1)\n\n\ndef worker("
+    )
+    assert _codes(at_top) == []
+    # called in this process (no spawn), the parent's seed is the run's
+    direct = src.replace("mp.spawn(worker, args=(n, args.epochs), nprocs=n, join=True)", "worker(0, 1, args.epochs)")
+    assert _codes(direct) == []

@@ -391,6 +391,44 @@ def _wrapped_optimizer_step(f: ScriptFacts) -> ast.Call | None:
     return None
 
 
+def _spawned(f: ScriptFacts) -> list[tuple[ast.Call, ast.AST]]:
+    """`mp.spawn(run, nprocs=n)`: each spawn and the in-file function its children run. torch's spawn always starts
+    fresh interpreters (the "spawn" start method): a child imports the file without running its `__main__` block
+    and runs only that function, so it inherits none of the parent's generator state."""
+    out = []
+    for c in f.calls:
+        name = f.call_name(c)
+        if name.split(".")[-1] != "spawn" or not ("multiprocessing" in name or "mp." in name) or f.dead(c):
+            continue
+        fn = c.args[0] if c.args else kwarg(c, "fn")
+        if isinstance(fn, ast.Name):
+            out += [(c, d) for d in f.functions.get(fn.id, [])]
+    return out
+
+
+def _under_main_guard(f: ScriptFacts, node: ast.AST) -> bool:
+    return any(
+        isinstance(a, ast.If) and "__name__" in unparse(a.test) and "__main__" in unparse(a.test)
+        for a in f.ancestors(node)
+    )
+
+
+def _parent_only(f: ScriptFacts, seed: ast.Call, training: ast.AST) -> str | None:
+    """Why `seed` never runs in the processes that train: they are `mp.spawn`'s children, and the seed is neither
+    in what the child function runs nor at the top of the module (which a spawned child re-imports)."""
+    for spawn, child in _spawned(f):
+        reached = {id(n) for n, _ in f.reachable([child])}
+        if id(training) not in reached or id(seed) in reached:
+            continue
+        if f.enclosing_function(seed) is None and not _under_main_guard(f, seed):
+            continue
+        return (
+            f"runs only in the parent: the processes `{short(spawn.func)}` starts (line {spawn.lineno}) run "
+            f"`{child.name}` in fresh interpreters, which inherit no seed"
+        )
+    return None
+
+
 def check_no_seed(f: ScriptFacts) -> list[Hit]:
     """Unseeded runs can't be reproduced or compared. Hugging Face's Trainer seeds for you (its
     TrainingArguments default to seed=42); Lightning's does not; a project's own `Trainer` class
@@ -408,7 +446,7 @@ def check_no_seed(f: ScriptFacts) -> list[Hit]:
     if training is None:
         training = _wrapped_optimizer_step(f)
     if training is not None:
-        late = [(s, _seeds_too_late(f, s, training)) for s in seeds]
+        late = [(s, _seeds_too_late(f, s, training) or _parent_only(f, s, training)) for s in seeds]
         if seeds and not all(why for _, why in late):
             return []
         why = (
