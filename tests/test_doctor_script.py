@@ -141,6 +141,7 @@ EXPECTED: dict[str, set[str]] = {
     # `get_scheduler("constant", num_warmup_steps=...)`: the constant schedule never reads its warmup steps
     "constant_schedule_warmup_ignored.py": {"no_warmup"},
     "spawn_parent_seeded.py": {"no_seed"},  # the parent of mp.spawn seeds, the children that train do not
+    "rank_picked_indices.py": set(),  # `mine = idx.chunk(world)[rank]`, then `Subset(data, mine)`: the rank's part
     "wrapper_moved_after_wrap.py": {"model_not_on_device"},  # `net = DDP(net, device_ids=[rank]).to(device)`
     "click_local_rank_option.py": {"legacy_launch"},  # `@click.option("--local_rank")`, `fit(**kwargs)`
     "lightning_module_here_unclipped.py": {"no_grad_clip", "no_warmup"},  # the module's, the Trainer's settings here
@@ -1151,3 +1152,15 @@ def test_the_children_of_mp_spawn_do_not_inherit_the_parents_seed():
     # called in this process (no spawn), the parent's seed is the run's
     direct = src.replace("mp.spawn(worker, args=(n, args.epochs), nprocs=n, join=True)", "worker(0, 1, args.epochs)")
     assert _codes(direct) == []
+
+
+def test_indices_the_rank_picked_make_the_loaders_data_the_ranks_part():
+    src = _fixture("rank_picked_indices.py")
+    assert _codes(src) == []
+    assert _codes(src.replace("order.chunk(world)[rank]", "order.chunk(world)[0]")) == ["no_distributed_sampler"]
+    # three steps away: the indices go through one more name
+    farther = src.replace("    train_part = Subset(data, mine.tolist())", "    picked = mine.tolist()\n    train_part = Subset(data, picked)")
+    assert _codes(farther) == []
+    # a device made from the rank, further back, picks no data
+    device = src.replace("    mine = order.chunk(world)[rank]\n", "    dev = torch.device('cuda', local_rank)\n    mine = order.to(dev)\n")
+    assert _codes(device) == ["no_distributed_sampler"]

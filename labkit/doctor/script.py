@@ -138,32 +138,39 @@ def _rank_picked(f: ScriptFacts, loader: ast.Call) -> ast.AST | None:
     picks (a subscript or a positional argument), not a keyword a constructor merely keeps (`local_rank=` for a
     cache barrier)."""
 
-    def picks(value: ast.AST) -> bool:
+    func = f.enclosing_function(loader)
+
+    def assigned(name: str, before: int) -> list[ast.Assign]:
+        return [
+            n
+            for n in ast.walk(func or f.tree)
+            if isinstance(n, ast.Assign)
+            and f.enclosing_function(n) is func
+            and n.lineno < before
+            and name in _assigned_names(n)
+        ]
+
+    def picks(value: ast.AST, before: int, depth: int = 0) -> ast.AST | None:
+        """`value` or the assignment (of a name it uses, followed back a few steps: `mine = idx.chunk(n)[rank]`,
+        then `Subset(data, mine)`) where the rank picks a part."""
         for sub in ast.walk(value):
             if isinstance(sub, ast.Subscript) and not isinstance(sub.slice, ast.Slice) and f.mentions_rank(sub.slice):
-                return True
-            if isinstance(sub, ast.Call) and any(f.mentions_rank(a) for a in sub.args):
-                return True
-        return False
+                return value
+            # a call given the rank picks only where it makes the data (further back it may be `torch.device(rank)`)
+            if depth <= 1 and isinstance(sub, ast.Call) and any(f.mentions_rank(a) for a in sub.args):
+                return value
+        if depth >= 3:
+            return None
+        for name in {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}:
+            for node in assigned(name, before):
+                if node.value is not value and picks(node.value, node.lineno, depth + 1) is not None:
+                    return node
+        return None
 
     ds = loader.args[0] if loader.args else kwarg(loader, "dataset")
     if ds is None:
         return None
-    if picks(ds):
-        return ds
-    if not isinstance(ds, ast.Name):
-        return None
-    func = f.enclosing_function(loader)
-    for node in ast.walk(func or f.tree):
-        if (
-            isinstance(node, ast.Assign)
-            and f.enclosing_function(node) is func
-            and node.lineno < loader.lineno
-            and ds.id in _assigned_names(node)
-            and picks(node.value)
-        ):
-            return node
-    return None
+    return picks(ds, loader.lineno)
 
 
 def check_no_distributed_sampler(f: ScriptFacts) -> list[Hit]:
