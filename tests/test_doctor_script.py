@@ -142,6 +142,7 @@ EXPECTED: dict[str, set[str]] = {
     "constant_schedule_warmup_ignored.py": {"no_warmup"},
     "spawn_parent_seeded.py": {"no_seed"},  # the parent of mp.spawn seeds, the children that train do not
     "rank_picked_indices.py": set(),  # `mine = idx.chunk(world)[rank]`, then `Subset(data, mine)`: the rank's part
+    "timing_warmup_not_lr.py": {"no_warmup"},  # a stopwatch's "warmup" (`if step > warmup: time`): no LR warmup
     "wrapper_moved_after_wrap.py": {"model_not_on_device"},  # `net = DDP(net, device_ids=[rank]).to(device)`
     "click_local_rank_option.py": {"legacy_launch"},  # `@click.option("--local_rank")`, `fit(**kwargs)`
     "lightning_module_here_unclipped.py": {"no_grad_clip", "no_warmup"},  # the module's, the Trainer's settings here
@@ -1122,8 +1123,15 @@ def test_a_distributed_sampler_that_is_only_imported_shards_nothing():
     assert _codes(src) == []
     built = src.replace("sampler=RandomSampler(train)", "sampler=DistributedSampler(train, num_replicas=1, rank=0)")
     assert _codes(built) == ["missing_set_epoch"]
-    assert _codes(built.replace("    for epoch in range(epochs):\n", "    for epoch in range(epochs):\n"
-                                "        loader.sampler.set_epoch(epoch)\n")) == []
+    assert (
+        _codes(
+            built.replace(
+                "    for epoch in range(epochs):\n",
+                "    for epoch in range(epochs):\n        loader.sampler.set_epoch(epoch)\n",
+            )
+        )
+        == []
+    )
 
 
 def test_a_constant_schedule_ignores_the_warmup_steps_it_is_handed():
@@ -1131,9 +1139,9 @@ def test_a_constant_schedule_ignores_the_warmup_steps_it_is_handed():
     assert _codes(src) == ["no_warmup"]
     for warmed in ("constant_with_warmup", "linear", "cosine"):
         assert _codes(src.replace('get_scheduler("constant"', f'get_scheduler("{warmed}"')) == []
-    assert _codes(src.replace('get_scheduler("constant", optimizer=opt', 'get_scheduler(name="constant", optimizer=opt')) == [
-        "no_warmup"
-    ]
+    assert _codes(
+        src.replace('get_scheduler("constant", optimizer=opt', 'get_scheduler(name="constant", optimizer=opt')
+    ) == ["no_warmup"]
 
 
 def test_the_children_of_mp_spawn_do_not_inherit_the_parents_seed():
@@ -1159,8 +1167,33 @@ def test_indices_the_rank_picked_make_the_loaders_data_the_ranks_part():
     assert _codes(src) == []
     assert _codes(src.replace("order.chunk(world)[rank]", "order.chunk(world)[0]")) == ["no_distributed_sampler"]
     # three steps away: the indices go through one more name
-    farther = src.replace("    train_part = Subset(data, mine.tolist())", "    picked = mine.tolist()\n    train_part = Subset(data, picked)")
+    farther = src.replace(
+        "    train_part = Subset(data, mine.tolist())",
+        "    picked = mine.tolist()\n    train_part = Subset(data, picked)",
+    )
     assert _codes(farther) == []
     # a device made from the rank, further back, picks no data
-    device = src.replace("    mine = order.chunk(world)[rank]\n", "    dev = torch.device('cuda', local_rank)\n    mine = order.to(dev)\n")
+    device = src.replace(
+        "    mine = order.chunk(world)[rank]\n",
+        "    dev = torch.device('cuda', local_rank)\n    mine = order.to(dev)\n",
+    )
     assert _codes(device) == ["no_distributed_sampler"]
+
+
+def test_a_warmup_that_only_labels_output_or_gates_timing_is_not_a_learning_rate_warmup():
+    src = _fixture("timing_warmup_not_lr.py")
+    assert _codes(src) == ["no_warmup"]
+    # the same variable gating a learning-rate ramp is a warmup
+    ramp = src.replace(
+        "        if step > warmup and step % every == 0:\n",
+        "        if step < warmup:\n            for g in opt.param_groups:\n                g['lr'] = 1e-3 * (step + 1) / warmup\n"
+        "        if step > warmup and step % every == 0:\n",
+    )
+    assert _codes(ramp) == []
+    # and so is one handed to a schedule
+    sched = src.replace(
+        "StepLR(opt, step_size=10, gamma=0.5)", "LambdaLR(opt, lambda e: min(1.0, (e + 1) / warmup_epochs))"
+    )
+    assert (
+        _codes(sched.replace("    for epoch in range(30):", "    warmup_epochs = 3\n    for epoch in range(30):")) == []
+    )

@@ -647,9 +647,57 @@ def _constant_schedule(call: ast.AST) -> bool:
     return is_const(name, "constant")
 
 
+WARMUP_WORD = re.compile(r"warm_?up", re.I)
+SHOWS = ("print", "info", "debug", "warning", "log", "set_description", "set_postfix", "write")
+LR_TEXT = re.compile(r"\blr\b|learning_rate|param_groups|sched", re.I)
+
+
+def _shown(f: ScriptFacts, node: ast.AST) -> bool:
+    """`node` only labels output: inside an f-string, a progress bar's `desc=`, or what a print/log call shows."""
+    for a in f.ancestors(node):
+        if isinstance(a, ast.JoinedStr) or (isinstance(a, ast.keyword) and a.arg in ("desc", "description")):
+            return True
+        if isinstance(a, ast.Call) and f.call_name(a).split(".")[-1] in SHOWS:
+            return True
+        if isinstance(a, ast.stmt):
+            return False
+    return False
+
+
+def _not_lr_warmups(f: ScriptFacts) -> set[int]:
+    """ids of the `warmup` text that has nothing to do with the learning rate: a label shown in the output
+    (`tqdm(loader, desc="Warmup")`) and a variable whose every use is shown or gates a branch that touches no
+    learning rate (`if step > warmup: time the step`), as a benchmark's timing warmup does."""
+    out = {
+        id(n)
+        for n in ast.walk(f.tree)
+        if isinstance(n, ast.Constant) and isinstance(n.value, str) and WARMUP_WORD.search(n.value) and _shown(f, n)
+    }
+
+    def idle(use: ast.Name) -> bool:
+        if _shown(f, use):
+            return True
+        test = next((a for a in f.ancestors(use) if isinstance(a, (ast.If, ast.While, ast.IfExp))), None)
+        if test is None or not any(use is n for n in ast.walk(test.test)):
+            return False
+        return not LR_TEXT.search(
+            " ".join(unparse(b) for b in (test.body if isinstance(test.body, list) else [test.body]))
+        )
+
+    names = [n for n in ast.walk(f.tree) if isinstance(n, ast.Name) and WARMUP_WORD.search(n.id)]
+    for name in {n.id for n in names}:
+        same = [n for n in names if n.id == name]
+        uses = [n for n in same if isinstance(n.ctx, ast.Load)]
+        if uses and all(idle(u) for u in uses):
+            out |= {id(n) for n in same}
+            out |= {id(a) for a in ast.walk(f.tree) if isinstance(a, ast.arg) and a.arg == name}  # `warmup=100`
+    return out
+
+
 def _has_warmup(f: ScriptFacts) -> bool:
     docs = _docstrings(f)
     ignored = {id(n) for c in f.calls if _constant_schedule(c) for n in ast.walk(c)}  # warmup steps it never reads
+    ignored |= _not_lr_warmups(f)
     for node in ast.walk(f.tree):
         if id(node) in docs or id(node) in ignored:
             continue
