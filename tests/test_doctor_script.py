@@ -142,6 +142,7 @@ EXPECTED: dict[str, set[str]] = {
     "constant_schedule_warmup_ignored.py": {"no_warmup"},
     "spawn_parent_seeded.py": {"no_seed"},  # the parent of mp.spawn seeds, the children that train do not
     "rank_picked_indices.py": set(),  # `mine = idx.chunk(world)[rank]`, then `Subset(data, mine)`: the rank's part
+    "loader_use_ddp_no_set_epoch.py": {"missing_set_epoch"},  # `GraphDataLoader(..., use_ddp=True)`, no set_epoch
     "timing_warmup_not_lr.py": {"no_warmup"},  # a stopwatch's "warmup" (`if step > warmup: time`): no LR warmup
     "wrapper_moved_after_wrap.py": {"model_not_on_device"},  # `net = DDP(net, device_ids=[rank]).to(device)`
     "click_local_rank_option.py": {"legacy_launch"},  # `@click.option("--local_rank")`, `fit(**kwargs)`
@@ -1197,3 +1198,14 @@ def test_a_warmup_that_only_labels_output_or_gates_timing_is_not_a_learning_rate
     assert (
         _codes(sched.replace("    for epoch in range(30):", "    warmup_epochs = 3\n    for epoch in range(30):")) == []
     )
+
+
+def test_a_loader_asked_to_shard_itself_for_ddp_needs_set_epoch():
+    src = _fixture("loader_use_ddp_no_set_epoch.py")
+    [hit] = check_source(src)
+    assert hit.code == "missing_set_epoch" and "use_ddp=True" in " ".join(t for _, t in hit.why)
+    fixed = src.replace(
+        "    for epoch in range(20):\n", "    for epoch in range(20):\n        loader.set_epoch(epoch)\n"
+    )
+    assert _codes(fixed) == []
+    assert _codes(src.replace("use_ddp=True", "use_ddp=False")) == []  # no sampler inside: no epoch to hand on

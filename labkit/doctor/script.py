@@ -179,6 +179,8 @@ def check_no_distributed_sampler(f: ScriptFacts) -> list[Hit]:
         return []
     if f.references("DistributedSampler", "split_dataset_by_node") or rank_strided(f) or _rank_aware_sampler(f):
         return []
+    if _ddp_loader(f):
+        return []
     loaders = [c for c in f.calls_named("DataLoader") if not f.dead(c)]
     loaders = [c for c in loaders if kwarg(c, "sampler") is None and kwarg(c, "batch_sampler") is None]
     loaders = [c for c in loaders if not has_splat(c) or _splat_lacks(f, c, ("sampler", "batch_sampler"))]
@@ -220,11 +222,23 @@ def check_no_distributed_sampler(f: ScriptFacts) -> list[Hit]:
     ]
 
 
+def _ddp_loader(f: ScriptFacts) -> ast.Call | None:
+    """`GraphDataLoader(ds, shuffle=True, use_ddp=True)` (DGL): a loader asked to shard itself for DDP builds a
+    DistributedSampler inside, and its `set_epoch` hands the epoch on to it."""
+    for c in f.calls:
+        flag = kwarg(c, "use_ddp")
+        if flag is not None and not is_const(flag, False) and not f.dead(c):
+            return c
+    return None
+
+
 def check_missing_set_epoch(f: ScriptFacts) -> list[Hit]:
     """DistributedSampler shuffles with seed + epoch: without set_epoch every epoch repeats one order."""
-    # an import alone builds no sampler: the code must name it, or call `set_epoch` on the one it uses
+    # an import alone builds no sampler: the code must name it, or call `set_epoch` on the one it uses; a loader
+    # asked to shard itself (`use_ddp=True`) holds one
     set_epochs = [c for c in f.calls if isinstance(c.func, ast.Attribute) and c.func.attr == "set_epoch"]
-    if not f.used("DistributedSampler") and not (f.references("DistributedSampler") and set_epochs):
+    ddp_loader = _ddp_loader(f)
+    if not f.used("DistributedSampler") and not (f.references("DistributedSampler") and set_epochs) and not ddp_loader:
         return []
     hits = []
     for loop in [*epoch_loops(f), *_pass_loops(f)]:
@@ -239,6 +253,11 @@ def check_missing_set_epoch(f: ScriptFacts) -> list[Hit]:
             sampler = next(iter(f.calls_named("DistributedSampler")), None)
             why = (
                 *(((sampler.lineno, "a DistributedSampler shuffles with seed + epoch"),) if sampler else ()),
+                *(
+                    ((ddp_loader.lineno, f"`{short(ddp_loader)}` shards with a DistributedSampler of its own"),)
+                    if ddp_loader and not sampler
+                    else ()
+                ),
                 (
                     loop.lineno,
                     f"`for {unparse(loop.target)} in {short(loop.iter)}` iterates several epochs"
