@@ -143,6 +143,8 @@ EXPECTED: dict[str, set[str]] = {
     "spawn_parent_seeded.py": {"no_seed"},  # the parent of mp.spawn seeds, the children that train do not
     "rank_picked_indices.py": set(),  # `mine = idx.chunk(world)[rank]`, then `Subset(data, mine)`: the rank's part
     "loader_use_ddp_no_set_epoch.py": {"missing_set_epoch"},  # `GraphDataLoader(..., use_ddp=True)`, no set_epoch
+    # `with training_args.main_process_first():` is written for several processes; `model.save_pretrained` unguarded
+    "main_process_first_unguarded_save.py": {"checkpoint_all_ranks"},
     "timing_warmup_not_lr.py": {"no_warmup"},  # a stopwatch's "warmup" (`if step > warmup: time`): no LR warmup
     "wrapper_moved_after_wrap.py": {"model_not_on_device"},  # `net = DDP(net, device_ids=[rank]).to(device)`
     "click_local_rank_option.py": {"legacy_launch"},  # `@click.option("--local_rank")`, `fit(**kwargs)`
@@ -1209,3 +1211,16 @@ def test_a_loader_asked_to_shard_itself_for_ddp_needs_set_epoch():
     )
     assert _codes(fixed) == []
     assert _codes(src.replace("use_ddp=True", "use_ddp=False")) == []  # no sampler inside: no epoch to hand on
+
+
+def test_a_main_process_first_block_means_several_processes_so_an_unguarded_save_is_on_every_rank():
+    src = _fixture("main_process_first_unguarded_save.py")
+    [hit] = check_source(src)
+    assert hit.code == "checkpoint_all_ranks" and hit.line == 31
+    guarded = src.replace(
+        '    model.save_pretrained(training_args.output_dir + "/final")\n',
+        '    if trainer.is_world_process_zero():\n        model.save_pretrained(training_args.output_dir + "/final")\n',
+    )
+    assert _codes(guarded) == []
+    alone = src.replace('    with training_args.main_process_first(desc="tokenizing"):\n        ', "    ")
+    assert _codes(alone) == []  # nothing says the run has several processes

@@ -466,7 +466,14 @@ def multi_process(f: ScriptFacts) -> bool:
         is_ddp(f)
         or f.references("Accelerator")
         or any(isinstance(n, ast.Constant) and n.value in LAUNCHER_ENV for n in ast.walk(f.tree))
+        or bool(_ordered_processes(f))
     )
+
+
+def _ordered_processes(f: ScriptFacts) -> list[ast.Call]:
+    """`with training_args.main_process_first(desc=...):` (transformers, accelerate): a block that exists only to
+    let the main process go first and the others wait, so the script is written to run as several processes."""
+    return [c for c in f.calls if f.call_name(c).split(".")[-1] in ("main_process_first", "local_main_process_first")]
 
 
 def launch_line(f: ScriptFacts) -> int | None:
@@ -484,7 +491,8 @@ def launch_line(f: ScriptFacts) -> int | None:
     for node in ast.walk(f.tree):
         if isinstance(node, ast.Constant) and node.value in LAUNCHER_ENV:
             return node.lineno
-    return None
+    ordered = _ordered_processes(f)
+    return ordered[0].lineno if ordered else None
 
 
 def loader_dataset_is_iterable(f: ScriptFacts, loader: ast.Call) -> bool:
