@@ -145,6 +145,7 @@ EXPECTED: dict[str, set[str]] = {
     "loader_use_ddp_no_set_epoch.py": {"missing_set_epoch"},  # `GraphDataLoader(..., use_ddp=True)`, no set_epoch
     # `with training_args.main_process_first():` is written for several processes; `model.save_pretrained` unguarded
     "main_process_first_unguarded_save.py": {"checkpoint_all_ranks"},
+    "weights_copied_every_rank.py": {"checkpoint_all_ranks"},  # `shutil.copyfile("last.pt", "best.pt")` unguarded
     "timing_warmup_not_lr.py": {"no_warmup"},  # a stopwatch's "warmup" (`if step > warmup: time`): no LR warmup
     "wrapper_moved_after_wrap.py": {"model_not_on_device"},  # `net = DDP(net, device_ids=[rank]).to(device)`
     "click_local_rank_option.py": {"legacy_launch"},  # `@click.option("--local_rank")`, `fit(**kwargs)`
@@ -1224,3 +1225,12 @@ def test_a_main_process_first_block_means_several_processes_so_an_unguarded_save
     assert _codes(guarded) == []
     alone = src.replace('    with training_args.main_process_first(desc="tokenizing"):\n        ', "    ")
     assert _codes(alone) == []  # nothing says the run has several processes
+
+
+def test_copying_a_weights_file_writes_a_checkpoint():
+    src = _fixture("weights_copied_every_rank.py")
+    [hit] = check_source(src)
+    assert hit.code == "checkpoint_all_ranks" and "copyfile" in src.splitlines()[hit.line - 1]
+    guarded = src.replace("        if loss.item() < best:", "        if dist.get_rank() == 0 and loss.item() < best:")
+    assert _codes(guarded) == []
+    assert _codes(src.replace('copyfile("last.pt", "best.pt")', 'copyfile("train.log", "best.log")')) == []

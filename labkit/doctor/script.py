@@ -497,6 +497,19 @@ def check_unsafe_torch_load(f: ScriptFacts) -> list[Hit]:
     ]
 
 
+WEIGHTS_FILE = re.compile(r"\.(bin|pt|pth|ckpt|safetensors)\b|pytorch_model|checkpoint", re.I)
+
+
+def _copies_weights(f: ScriptFacts, c: ast.Call) -> bool:
+    """`shutil.copyfile(os.path.join(out, "pytorch_model.bin"), dest)`: copying a weights file writes a checkpoint
+    as surely as saving one does (every rank writing `dest` at once, or copying a file rank 0 is still writing)."""
+    return f.call_name(c) in ("shutil.copy", "shutil.copyfile", "shutil.copy2", "shutil.move") and any(
+        isinstance(n, ast.Constant) and isinstance(n.value, str) and WEIGHTS_FILE.search(n.value)
+        for a in c.args[:1]
+        for n in ast.walk(a)
+    )
+
+
 def check_checkpoint_all_ranks(f: ScriptFacts) -> list[Hit]:
     """Every rank writing the same file at once corrupts it (and wastes N-1 writes)."""
     if not multi_process(f):
@@ -504,10 +517,14 @@ def check_checkpoint_all_ranks(f: ScriptFacts) -> list[Hit]:
     hits = []
     for c in f.calls:
         name = f.call_name(c)
-        is_save = name == "torch.save" or (
-            isinstance(c.func, ast.Attribute)
-            and c.func.attr == "save_pretrained"
-            and not re.search(r"tokeni|config|processor|extractor", unparse(c.func.value), re.I)
+        is_save = (
+            name == "torch.save"
+            or (
+                isinstance(c.func, ast.Attribute)
+                and c.func.attr == "save_pretrained"
+                and not re.search(r"tokeni|config|processor|extractor", unparse(c.func.value), re.I)
+            )
+            or _copies_weights(f, c)
         )
         if not is_save or kwarg(c, "is_main_process") is not None or has_splat(c) or f.dead(c):
             continue
