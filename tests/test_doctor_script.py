@@ -146,6 +146,7 @@ EXPECTED: dict[str, set[str]] = {
     # `with training_args.main_process_first():` is written for several processes; `model.save_pretrained` unguarded
     "main_process_first_unguarded_save.py": {"checkpoint_all_ranks"},
     "weights_copied_every_rank.py": {"checkpoint_all_ranks"},  # `shutil.copyfile("last.pt", "best.pt")` unguarded
+    "optimizer_made_elsewhere.py": {"no_warmup"},  # unknown: `model.setup_optimizers()` decides the optimizer's kind
     "timing_warmup_not_lr.py": {"no_warmup"},  # a stopwatch's "warmup" (`if step > warmup: time`): no LR warmup
     "wrapper_moved_after_wrap.py": {"model_not_on_device"},  # `net = DDP(net, device_ids=[rank]).to(device)`
     "click_local_rank_option.py": {"legacy_launch"},  # `@click.option("--local_rank")`, `fit(**kwargs)`
@@ -1234,3 +1235,15 @@ def test_copying_a_weights_file_writes_a_checkpoint():
     guarded = src.replace("        if loss.item() < best:", "        if dist.get_rank() == 0 and loss.item() < best:")
     assert _codes(guarded) == []
     assert _codes(src.replace('copyfile("last.pt", "best.pt")', 'copyfile("train.log", "best.log")')) == []
+
+
+def test_a_loop_whose_optimizer_is_made_elsewhere_leaves_warmup_unknown():
+    src = _fixture("optimizer_made_elsewhere.py")
+    assert {f.code: f.severity for f in check_source(src)} == {"no_warmup": "unknown"}
+    # made here, an SGD needs no warmup and an Adam does
+    sgd = src.replace("model.setup_optimizers(weight_decay=0.0)", "[torch.optim.SGD(model.parameters(), lr=0.1)]")
+    assert _codes(sgd) == []
+    adam = src.replace("model.setup_optimizers(weight_decay=0.0)", "[torch.optim.AdamW(model.parameters(), lr=3e-4)]")
+    assert {f.code: f.severity for f in check_source(adam)} == {"no_warmup": "warning"}
+    ramp = src.replace('group["start_lr"] *', 'warmup_factor(step) * group["start_lr"] *')
+    assert _codes(ramp) == []

@@ -749,6 +749,45 @@ def _lr_set_here(f: ScriptFacts) -> tuple[int, str] | None:
     return None
 
 
+OPTIMIZER_NAME = re.compile(r"optim|^opts?$", re.I)
+
+
+def _optimizer_not_shown(f: ScriptFacts, step: ast.Call | None) -> list[Hit]:
+    """A hand loop whose optimizer no constructor in this file makes (`opts = model.setup_optimizers(...)`, then
+    `opt.step()`) and no warmup anywhere: whether it is an Adam-family optimizer, which needs one, is decided by
+    the code that made it -- an `unknown`, not a claim either way."""
+    if step is None or any(is_optimizer_constructor(f, c) for c in f.calls):
+        return []
+    made = next(
+        (
+            n.value
+            for n in ast.walk(f.tree)
+            if isinstance(n, ast.Assign)
+            and isinstance(n.value, ast.Call)
+            and not f.dead(n)
+            and any(OPTIMIZER_NAME.search(name) for t in n.targets for name in names_in(t))
+        ),
+        None,
+    )
+    if made is None:  # nothing says where the optimizer comes from
+        return []
+    if deepspeed_engine(f, step):  # DeepSpeed's engine: its config's business, left as the DeepSpeed checks have it
+        return []
+    return [
+        Hit(
+            step.lineno,
+            "the optimizer this loop steps is made by code this file does not define: whether it is an Adam-family "
+            "optimizer that needs a learning-rate warmup is not known here (no warmup in the file)",
+            why=(
+                *loop_evidence(f, step),
+                (made.lineno, f"`{short(made)}` makes the optimizer: no optimizer constructor in this file"),
+                (None, "no warmup anywhere in the file: no `warmup` setting or schedule, no OneCycleLR/LinearLR"),
+            ),
+            unknown=True,
+        )
+    ]
+
+
 def check_no_warmup(f: ScriptFacts) -> list[Hit]:
     """Adam's first steps use poorly estimated moments: full LR from step 0 derails transformers."""
     step = hand_loop(f)
@@ -761,7 +800,7 @@ def check_no_warmup(f: ScriptFacts) -> list[Hit]:
         c for c in f.calls if isinstance(c.func, ast.Attribute) and c.func.attr == "from_pretrained" and not f.dead(c)
     ]
     if not adam and not models:
-        return []
+        return _optimizer_not_shown(f, step)
     helper = helper_loop(f) if step is None and compiled is None and lit is None else None
     own_lr = _lr_set_here(f) if helper is not None else None
     handed = None if own_lr is not None else _handed_over(f, step, "learning-rate warmup")
