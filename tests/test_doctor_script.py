@@ -141,6 +141,9 @@ EXPECTED: dict[str, set[str]] = {
     # `get_scheduler("constant", num_warmup_steps=...)`: the constant schedule never reads its warmup steps
     "constant_schedule_warmup_ignored.py": {"no_warmup"},
     "spawn_parent_seeded.py": {"no_seed"},  # the parent of mp.spawn seeds, the children that train do not
+    "cuda_only_seed.py": {
+        "no_seed"
+    },  # `torch.cuda.manual_seed_all` only: the CPU-built weights and the shuffle are not
     "rank_picked_indices.py": set(),  # `mine = idx.chunk(world)[rank]`, then `Subset(data, mine)`: the rank's part
     "loader_use_ddp_no_set_epoch.py": {"missing_set_epoch"},  # `GraphDataLoader(..., use_ddp=True)`, no set_epoch
     # `with training_args.main_process_first():` is written for several processes; `model.save_pretrained` unguarded
@@ -1147,6 +1150,18 @@ def test_a_constant_schedule_ignores_the_warmup_steps_it_is_handed():
     assert _codes(
         src.replace('get_scheduler("constant", optimizer=opt', 'get_scheduler(name="constant", optimizer=opt')
     ) == ["no_warmup"]
+
+
+def test_a_gpu_only_seed_leaves_the_cpu_generator_unseeded():
+    src = _fixture("cuda_only_seed.py")
+    [hit] = check_source(src)
+    assert hit.code == "no_seed" and "seeds only the GPU generators" in " ".join(t for _, t in hit.why)
+    assert _codes(src.replace("torch.cuda.manual_seed_all(seed)", "torch.manual_seed(seed)")) == []
+    # beside a CPU seed it changes nothing
+    both = src.replace(
+        "    torch.cuda.manual_seed_all(seed)\n", "    torch.manual_seed(seed)\n    torch.cuda.manual_seed_all(seed)\n"
+    )
+    assert _codes(both) == []
 
 
 def test_the_children_of_mp_spawn_do_not_inherit_the_parents_seed():

@@ -429,6 +429,15 @@ def _parent_only(f: ScriptFacts, seed: ast.Call, training: ast.AST) -> str | Non
     return None
 
 
+def _gpu_only(f: ScriptFacts, seed: ast.Call) -> str | None:
+    """Why `seed` leaves the run unseeded: `torch.cuda.manual_seed(_all)` seeds the CUDA generators only, while a
+    model's initial weights are drawn on the CPU (`Model().cuda()`, `.to(device)` copy them afterwards) and the
+    DataLoader shuffles with the CPU generator."""
+    if f.call_name(seed) in ("torch.cuda.manual_seed", "torch.cuda.manual_seed_all"):
+        return "seeds only the GPU generators: weights built on the CPU and the loader's shuffle stay unseeded"
+    return None
+
+
 def check_no_seed(f: ScriptFacts) -> list[Hit]:
     """Unseeded runs can't be reproduced or compared. Hugging Face's Trainer seeds for you (its
     TrainingArguments default to seed=42); Lightning's does not; a project's own `Trainer` class
@@ -446,7 +455,7 @@ def check_no_seed(f: ScriptFacts) -> list[Hit]:
     if training is None:
         training = _wrapped_optimizer_step(f)
     if training is not None:
-        late = [(s, _seeds_too_late(f, s, training) or _parent_only(f, s, training)) for s in seeds]
+        late = [(s, _gpu_only(f, s) or _seeds_too_late(f, s, training) or _parent_only(f, s, training)) for s in seeds]
         if seeds and not all(why for _, why in late):
             return []
         why = (
