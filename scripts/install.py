@@ -325,7 +325,12 @@ def install(args: list[str]) -> int:
         if "--index-url" in args and "--index-url" in config:  # the attempt's own index wins, as with pip
             i = config.index("--index-url")
             del config[i : i + 2]
-        r = subprocess.run([str(uv), "pip", "install", "--quiet", "--python", sys.executable, *config, *args])
+        # --compile-bytecode: pip writes every module's .pyc at install, uv does not by default -- and where
+        # PYTHONDONTWRITEBYTECODE is set (this machine's CI) no process writes them later either, so each one compiled
+        # torch and transformers from source: the whole test suite took twice the CPU
+        r = subprocess.run(
+            [str(uv), "pip", "install", "--quiet", "--compile-bytecode", "--python", sys.executable, *config, *args]
+        )
         if r.returncode == 0:
             return 0
         print(f"  uv failed (exit {r.returncode}): pip instead", flush=True)

@@ -320,8 +320,8 @@ def test_install_goes_through_uv_with_pips_configuration_and_falls_back_to_pip(t
     (python.parent / "uv").touch()
     calls.clear()
     assert inst.install(["-e", ".[dev]"]) == 0
-    assert calls[-1] == [str(python.parent / "uv"), "pip", "install", "--quiet", "--python", str(python),
-                         "--find-links", "/", "-e", ".[dev]"]  # fmt: skip
+    assert calls[-1] == [str(python.parent / "uv"), "pip", "install", "--quiet", "--compile-bytecode",
+                         "--python", str(python), "--find-links", "/", "-e", ".[dev]"]  # fmt: skip
     fail_uv = True
     calls.clear()
     assert inst.install(["-e", ".[dev]"]) == 0 and calls[-1][:4] == [str(python), "-m", "pip", "install"]
