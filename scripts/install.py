@@ -269,6 +269,7 @@ def _probe(a, name: str) -> bool:
     return PROBES[name](a.version)
 
 
+PYPI = "https://pypi.org/simple"
 # pip settings that change what gets installed, and the `uv pip install` flag for each (uv reads no pip.conf)
 UV_FLAGS = {
     "index-url": "--index-url",
@@ -306,7 +307,13 @@ def uv_args(config_lines: list[str]) -> list[str]:
                 continue
             args += [flag, item]
     if "--extra-index-url" in args:
-        args += ["--index-strategy", "unsafe-best-match"]  # pip's way: the best version over every index
+        # pip weighs every file of every index; uv, for a version several indexes hold, reads only the first index
+        # that has it, and searches the extra indexes before the main one. A partial mirror listed as an extra index
+        # then decides alone: this machine's /opt/pypi has multiprocess 0.70.19 only as the py310 wheel, which breaks
+        # on Python 3.11 (PyPI also has the py311 one, which pip picks). So the main index is searched first, then
+        # the extras, and every index is weighed for the best version.
+        main = found.get("index-url", (0, PYPI))[1]
+        args = ["--extra-index-url", main, *args, "--index-strategy", "unsafe-best-match"]
     return args
 
 

@@ -290,6 +290,7 @@ def test_pip_configuration_becomes_uv_flags(tmp_path):
     lines = [ln.format(c=tmp_path / "c.txt", idx=tmp_path / "idx", links=tmp_path / "links") for ln in PIP_CONFIG]
     args = inst.uv_args(lines)
     assert args == [
+        "--extra-index-url", "https://user.example/simple",  # the main index first: uv reads the first that has a version
         "--constraint", str(tmp_path / "c.txt"),
         "--extra-index-url", f"file://{tmp_path / 'idx'}",  # the missing file:// index is left out
         "--extra-index-url", "https://mirror.example/simple",
@@ -298,6 +299,10 @@ def test_pip_configuration_becomes_uv_flags(tmp_path):
         "--index-strategy", "unsafe-best-match",  # pip's choice over every index, not uv's first index
     ]  # fmt: skip
     assert inst.uv_args(["global.no-index='true'"]) == ["--no-index"] and inst.uv_args([]) == []
+    # no index-url configured: PyPI is the main index, searched before a partial mirror
+    assert inst.uv_args(["global.extra-index-url='https://mirror.example/simple'"])[:4] == [
+        "--extra-index-url", inst.PYPI, "--extra-index-url", "https://mirror.example/simple",
+    ]  # fmt: skip
 
 
 def test_install_goes_through_uv_with_pips_configuration_and_falls_back_to_pip(tmp_path, monkeypatch):
