@@ -233,7 +233,6 @@ class StallWatch:
         self.root, self.stall_s, self.expected = root_pid, stall_s, expected
         self.samples: deque[tuple[float, float]] = deque()  # (time, the tree's CPU seconds)
         self.beats: dict | None = None
-        self.moved_at = 0.0
         self.idle_cpu = 0.0
 
     def stalled(self, beats: dict[int, dict], now: float | None = None, cpu: float | None = None) -> bool:
@@ -241,8 +240,8 @@ class StallWatch:
 
         now = time.monotonic() if now is None else now
         armed = len(beats) >= self.expected and all(b.get("stage") in ("train", "done") for b in beats.values())
-        if not armed or beats != self.beats:
-            self.beats, self.moved_at = beats, now
+        if not armed or beats != self.beats:  # a heartbeat moved: the window starts again
+            self.beats = beats
             self.samples.clear()
         if not armed:
             return False
@@ -252,7 +251,7 @@ class StallWatch:
             self.samples.popleft()
         t0, cpu0 = self.samples[0]
         span = now - t0
-        if now - self.moved_at < self.stall_s or span < self.stall_s:
+        if span < self.stall_s:  # the window starts at the last heartbeat that moved, at the latest
             return False
         self.idle_cpu = self.samples[-1][1] - cpu0
         return self.idle_cpu < IDLE_CORE_SHARE * span
@@ -450,14 +449,17 @@ def _run_once(
             try:
                 line = lines.get(timeout=0.2)
             except queue.Empty:
+                line = False  # nothing came (a line may be "" and the end is None)
+            # checked whether or not a line came: a hung job may still print (a warning repeated every second)
+            if watch is not None and time.perf_counter() - watched >= 1.0:
+                watched = time.perf_counter()
+                if watch.stalled(read_reports(out)[1]):
+                    timed_out = stalled = True
+                    break
+            if line is False:
                 if time.perf_counter() > deadline:
                     timed_out = True
                     break
-                if watch is not None and time.perf_counter() - watched >= 1.0:
-                    watched = time.perf_counter()
-                    if watch.stalled(read_reports(out)[1]):
-                        timed_out = stalled = True
-                        break
                 continue
             if line is None:
                 eof = True
