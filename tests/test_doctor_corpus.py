@@ -78,6 +78,7 @@ SECOND = [e for e in ENTRIES if e["split"] == "heldout2"]  # gathered later, fro
 THIRD = [e for e in ENTRIES if e["split"] == "heldout3"]  # gathered after both were scored and fed back
 FOURTH = [e for e in ENTRIES if e["split"] == "heldout4"]  # gathered after heldout3 was scored and fed back
 FIFTH = [e for e in ENTRIES if e["split"] == "heldout5"]  # gathered after heldout4 was scored and fed back
+SIXTH = [e for e in ENTRIES if e["split"] == "heldout6"]  # gathered after heldout5 was scored and fed back
 
 
 def test_heldout_is_a_third_drawn_with_the_recorded_seed():
@@ -111,6 +112,13 @@ def test_the_fourth_heldout_set_comes_from_repositories_no_earlier_split_used():
     assert {"cv", "nlp", "speech", "diffusion", "llm", "chinese"} <= {e["area"] for e in FOURTH}
 
 
+def test_the_sixth_heldout_set_comes_from_repositories_no_earlier_split_used():
+    assert len(SIXTH) >= 28
+    assert not {e["repo"] for e in SIXTH} & {e["repo"] for e in FIRST + SECOND + THIRD + FOURTH + FIFTH}
+    assert len({e["repo"] for e in SIXTH}) == len(SIXTH)  # one script a repository
+    assert {"cv", "nlp", "speech", "diffusion", "llm", "chinese"} <= {e["area"] for e in SIXTH}
+
+
 def test_the_fifth_heldout_set_comes_from_repositories_no_earlier_split_used():
     assert len(FIFTH) >= 28
     assert not {e["repo"] for e in FIFTH} & {e["repo"] for e in FIRST + SECOND + THIRD + FOURTH}
@@ -141,7 +149,7 @@ def scored_corpus():
     "split",
     [
         pytest.param(n, marks=pytest.mark.xfail(strict=False, reason=BELOW_LINE[n])) if n in BELOW_LINE else n
-        for n in ("heldout", "heldout2", "heldout3", "heldout4", "heldout5", "all")
+        for n in ("heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "all")
     ],
 )
 def test_the_doctor_meets_the_line_on_the_whole_corpus_and_each_heldout_split(scored_corpus, split):
