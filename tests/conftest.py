@@ -60,7 +60,7 @@ def pytest_runtest_protocol(item, nextitem):
     import time
 
     log = os.environ.get("LABKIT_TEST_CPU_LOG")
-    t0, c0 = time.monotonic(), os.times()
+    t0, c0, started = time.monotonic(), os.times(), time.time()
     yield
     if log:
         import json
@@ -69,7 +69,16 @@ def pytest_runtest_protocol(item, nextitem):
         cpu = sum(getattr(c1, k) - getattr(c0, k) for k in ("user", "system", "children_user", "children_system"))
         with open(log, "a", encoding="utf-8") as f:
             f.write(
-                json.dumps({"test": item.nodeid, "wall": round(time.monotonic() - t0, 2), "cpu": round(cpu, 2)}) + "\n"
+                json.dumps(
+                    {
+                        "test": item.nodeid,
+                        "worker": os.environ.get("PYTEST_XDIST_WORKER", "main"),
+                        "start": round(started, 2),  # epoch seconds: the log is also a timeline of the workers
+                        "wall": round(time.monotonic() - t0, 2),
+                        "cpu": round(cpu, 2),
+                    }
+                )
+                + "\n"
             )
 
 
