@@ -48,6 +48,13 @@ class LocalRankArg:
     fills_env: ast.AST | None = None  # `os.environ["LOCAL_RANK"] = str(args.local_rank)`: handed to who reads it
 
 
+def _argparse_dest(flags: list[str]) -> str:
+    """The attribute argparse stores an option under: its first long flag (`add_argument("--rank", "--local_rank")`
+    is `args.rank`), else its first short one, dashes made underscores."""
+    flag = next((fl for fl in flags if fl.startswith("--")), flags[0])
+    return flag.lstrip("-").replace("-", "_")
+
+
 def _declared(f: ScriptFacts) -> tuple[ast.Call, str, str] | None:
     for c in f.calls_named("add_argument"):
         flags = [a.value for a in c.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
@@ -55,7 +62,7 @@ def _declared(f: ScriptFacts) -> tuple[ast.Call, str, str] | None:
         if flag:
             dest = kwarg(c, "dest")
             named = isinstance(dest, ast.Constant) and isinstance(dest.value, str)
-            return c, flag, dest.value if named else flag.lstrip("-").replace("-", "_")
+            return c, flag, dest.value if named else _argparse_dest(flags)
     for func in (n for n in ast.walk(f.tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
         for c in func.decorator_list:  # click/typer: `@click.option("--local_rank", ...)` over `def main(...)`
             if isinstance(c, ast.Call) and f.call_name(c).split(".")[-1] == "option":
@@ -409,6 +416,23 @@ def _made_elsewhere(f: ScriptFacts, ddp: ast.Call) -> ast.Call | None:
     return None
 
 
+def _dict_entry_moves(f: ScriptFacts, arg: ast.AST, keys: set[str]) -> list[ast.Call]:
+    """`model = {"generator": Generator().to(device), ...}` then `DDP(model["generator"])`: the entry's own move (an
+    entry that is a variable joins `keys`, to be followed like the model itself)."""
+    if not (isinstance(arg, ast.Subscript) and isinstance(arg.slice, ast.Constant)):
+        return []
+    holder, moves = unparse(arg.value), []
+    for node in ast.walk(f.tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict) and holder in _assigned(node):
+            for k, v in zip(node.value.keys, node.value.values):
+                if isinstance(k, ast.Constant) and k.value == arg.slice.value:
+                    if isinstance(v, ast.Call) and _is_move(f, v):
+                        moves.append(v)
+                    else:
+                        keys.add(unparse(v))
+    return moves
+
+
 def _model_moves(f: ScriptFacts, ddp: ast.Call) -> list[ast.Call] | None:
     """The `.to()`/`.cuda()` calls that put the wrapped model on a device before `ddp`."""
     arg = ddp.args[0] if ddp.args else kwarg(ddp, "module")
@@ -436,7 +460,7 @@ def _model_moves(f: ScriptFacts, ddp: ast.Call) -> list[ast.Call] | None:
             if _assigned(node) & keys and src not in keys:
                 keys.add(src)
                 copied = True
-    moves = []
+    moves = _dict_entry_moves(f, arg, keys)
     for node in ast.walk(f.tree):  # model = Net(device=...) / model = build_model() whose body moves it
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and _assigned(node) & keys:
             made = node.value

@@ -37,6 +37,7 @@ from labkit.doctor.dataflow import (
     is_optimizer_constructor,
     hand_loop,
     loop_evidence,
+    optimizer_steps,
     optimizers,
     project_helper,
     scaler_steps,
@@ -60,27 +61,81 @@ CLIPS_BY_NAME = re.compile(r"clip\w*grad|grad\w*clip|clip_?norm", re.I)
 CLIP_KEYWORDS = ("clip_grad", "clip_value", "clip_grad_norm", "max_grad_norm", "grad_clip", "gradient_clip_val")
 
 
-def clips_gradients(f: ScriptFacts) -> bool:
+def clip_calls(f: ScriptFacts) -> list[tuple[ast.Call, bool]]:
     """Clipping in the file: a call whose name says so, a clipping keyword (not None/0), or clipping by hand
-    (`p.grad.clamp_(-c, c)`); inside a helper of the file, only if the file calls (or passes on) that helper."""
+    (`p.grad.clamp_(-c, c)`); inside a helper of the file, only if the file calls (or passes on) that helper.
+    Each with whether it is a setting (`max_grad_norm=1.0` handed to a library, which clips wherever it steps)."""
     used = {n.id for n in ast.walk(f.tree) if isinstance(n, ast.Name)} | {
         n.attr for n in ast.walk(f.tree) if isinstance(n, ast.Attribute)
     }
+    out = []
     for c in f.calls:
         func = f.enclosing_function(c)
         if func is not None and func.name not in used:
             continue  # a helper nobody calls clips nothing
         if CLIPS_BY_NAME.search(f.call_name(c).split(".")[-1]):
-            return True
-        if any(k.arg in CLIP_KEYWORDS and not is_const(k.value, None, 0, False) for k in c.keywords):
-            return True
-        if (
+            out.append((c, False))
+        elif any(k.arg in CLIP_KEYWORDS and not is_const(k.value, None, 0, False) for k in c.keywords):
+            out.append((c, True))
+        elif (
             isinstance(c.func, ast.Attribute)
             and c.func.attr in ("clamp_", "clip_")
             and ".grad" in unparse(c.func.value)
         ):
-            return True
-    return False
+            out.append((c, False))
+    return out
+
+
+def clips_gradients(f: ScriptFacts) -> bool:
+    return bool(clip_calls(f))
+
+
+def _branch(f: ScriptFacts, node: ast.AST, cond: ast.If) -> str | None:
+    """Which arm of `cond` holds `node`: "body", "orelse", or None when it is not inside `cond`'s arms."""
+    child = node
+    for a in f.ancestors(node):
+        if a is cond:
+            return "body" if child in cond.body else "orelse" if child in cond.orelse else None
+        child = a
+    return None
+
+
+def _step_in_another_branch(f: ScriptFacts) -> tuple[ast.Call, ast.If, ast.Call] | None:
+    """`if algo == "a2c": ...backward(); clip_grad_norm_(...); opt.step()  elif algo == "ppo": ...backward();
+    opt.step()`: the file clips, but only in an arm of an `if` that the arm holding this backward-and-step never
+    reaches. Every clip call must sit in such a sibling arm of the same function (a clip in a helper, or a setting
+    handed to a library, is taken to cover every step). Returns (the unclipped step, the `if`, a clip)."""
+    clips = clip_calls(f)
+    if not clips or any(setting for _, setting in clips):
+        return None
+    for step in optimizer_steps(f):
+        arm_has_backward = False
+        separated = []
+        for clip, _ in clips:
+            if not f.same_function(clip, step):
+                return None
+            cond = next(
+                (
+                    a
+                    for a in f.ancestors(step)
+                    if isinstance(a, ast.If) and {_branch(f, step, a), _branch(f, clip, a)} == {"body", "orelse"}
+                ),
+                None,
+            )
+            if cond is None:
+                break
+            separated.append((cond, clip))
+        else:
+            cond = separated[0][0]
+            arm = cond.body if _branch(f, step, cond) == "body" else cond.orelse
+            arm_has_backward = any(
+                isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "backward"
+                for stmt in arm
+                for n in ast.walk(stmt)
+            )
+        if separated and len(separated) == len(clips) and arm_has_backward:
+            return step, separated[0][0], separated[0][1]
+    return None
 
 
 def helper_loop(f: ScriptFacts) -> ast.Call | None:
@@ -117,11 +172,15 @@ def compile_fit(f: ScriptFacts) -> ast.Call | None:
     return None
 
 
-def lightning_fit(f: ScriptFacts) -> tuple[ast.ClassDef, ast.Call, ast.Call] | None:
+def lightning_fit(f: ScriptFacts, schedule: bool = False) -> tuple[ast.ClassDef, ast.Call, ast.Call] | None:
     """Lightning with the module written here: a LightningModule subclass of this file makes its optimizer in
     `configure_optimizers`, and a Trainer made here with settings written out (no `**kwargs`, no command-line
     Trainer) fits it. Its clipping is the Trainer's `gradient_clip_val`, its schedule what configure_optimizers
-    returns: both are this file's to give. Returns (the module, the Trainer call, the fit call)."""
+    returns: both are this file's to give. Returns (the module, the Trainer call, the fit call).
+
+    `schedule=True` asks only about the schedule: the Trainer's flags hold none (configure_optimizers returns it), so
+    a Trainer from the command line (`Trainer.from_argparse_args(args)`) or from `**kwargs` leaves it this file's;
+    LightningCLI does not (its `--lr_scheduler` is a command-line setting)."""
     if not uses_lightning(f):
         return None
     module = next(
@@ -133,10 +192,17 @@ def lightning_fit(f: ScriptFacts) -> tuple[ast.ClassDef, ast.Call, ast.Call] | N
         ),
         None,
     )
-    trainers = [c for c in f.calls if f.call_name(c).split(".")[-1] == "Trainer" and not f.dead(c)]
-    if module is None or len(trainers) != 1 or has_splat(trainers[0]):
+    made = ("Trainer", "Trainer.from_argparse_args") if schedule else ("Trainer",)
+    trainers = [c for c in f.calls if f.call_name(c).endswith(made) and not f.dead(c)]
+    if module is None or len(trainers) != 1 or (has_splat(trainers[0]) and not schedule):
         return None
-    if any(f.call_name(c).split(".")[-1] in ("from_argparse_args", "LightningCLI", "CLI") for c in f.calls):
+    if schedule:  # the schedule is configure_optimizers': it must make the optimizer here, not hand the job on
+        configure = next(n for n in module.body if isinstance(n, FuncDef) and n.name == "configure_optimizers")
+        reached = [n for n, _ in f.reachable(list(configure.body))]
+        if not any(isinstance(n, ast.Call) and is_optimizer_constructor(f, n) for n in reached):
+            return None  # `return configure_optimizers(self)` of the project's own module (Fengshenbang)
+    cli = ("LightningCLI", "CLI") if schedule else ("from_argparse_args", "LightningCLI", "CLI")
+    if any(f.call_name(c).split(".")[-1] in cli for c in f.calls):
         return None  # the Trainer's settings come from the command line
     fit = next((c for c in f.calls_named("fit") if isinstance(c.func, ast.Attribute) and not f.dead(c)), None)
     return (module, trainers[0], fit) if fit is not None else None
@@ -149,7 +215,12 @@ def _lightning_evidence(found: tuple[ast.ClassDef, ast.Call, ast.Call]) -> Why:
             module.lineno,
             f"`{module.name}` is a LightningModule of this file: its configure_optimizers makes the optimizer",
         ),
-        (trainer.lineno, f"`{short(trainer)}` is made here with its settings written out"),
+        (
+            trainer.lineno,
+            f"`{short(trainer)}` is made from the command line: its flags hold no learning-rate schedule"
+            if unparse(trainer.func).endswith("from_argparse_args")
+            else f"`{short(trainer)}` is made here with its settings written out",
+        ),
         (fit.lineno, f"`{short(fit)}` trains it: Lightning's loop steps the optimizer"),
     )
 
@@ -213,7 +284,22 @@ def check_no_grad_clip(f: ScriptFacts) -> list[Hit]:
     """One bad batch can blow the weights up (the course's exploding-gradients notebook)."""
     step = hand_loop(f)
     if clips_gradients(f):
-        return []
+        beside = _step_in_another_branch(f)
+        if beside is None:
+            return []
+        unclipped, cond, clip = beside
+        why = (
+            (clip.lineno, f"`{short(clip)}` clips, in one arm of the `if` at line {cond.lineno}"),
+            (unclipped.lineno, f"`{short(unclipped)}` steps the optimizer in another arm, after its own backward"),
+            (None, "nothing clips on the way from that backward to that step"),
+        )
+        return [
+            Hit(
+                unclipped.lineno,
+                f"this optimizer step is not clipped: the file clips only in another arm of the `if` at line {cond.lineno}",
+                why=why,
+            )
+        ]
     handed = _handed_over(f, step, "gradient clipping")
     if handed is not None:
         return [handed]
@@ -622,6 +708,10 @@ ADAM_FAMILY = (
     "Lamb",
     "LAMB",
 )
+# RAdam rectifies the variance of the adaptive rate over the first steps: the warmup is built into the algorithm
+# (Liu et al. 2020, "On the Variance of the Adaptive Learning Rate and Beyond"; torch.optim.RAdam), so a run whose
+# only Adam-family optimizer is RAdam needs no schedule warmup of its own
+SELF_WARMING = ("RAdam",)
 TRANSFORMERISH = re.compile(r"Transformer|T5|GPT|Bert|BERT|Bart|Llama|AutoModel|Mistral|Qwen")  # case matters: resnet50
 
 
@@ -801,10 +891,16 @@ def check_no_warmup(f: ScriptFacts) -> list[Hit]:
     """Adam's first steps use poorly estimated moments: full LR from step 0 derails transformers."""
     step = hand_loop(f)
     compiled = compile_fit(f) if step is None and helper_loop(f) is None else None
-    lit = lightning_fit(f) if step is None and helper_loop(f) is None and compiled is None else None
+    lit = lightning_fit(f, schedule=True) if step is None and helper_loop(f) is None and compiled is None else None
     if _has_warmup(f) or (step is None and helper_loop(f) is None and compiled is None and lit is None):
         return []
-    adam = [c for c in f.calls if f.call_name(c).split(".")[-1] in ADAM_FAMILY and not f.dead(c)]
+    adam = [
+        c
+        for c in f.calls
+        if f.call_name(c).split(".")[-1] in ADAM_FAMILY
+        and f.call_name(c).split(".")[-1] not in SELF_WARMING
+        and not f.dead(c)
+    ]
     models = [c for c in f.calls if TRANSFORMERISH.search(f.call_name(c)) and not f.dead(c)] + [
         c for c in f.calls if isinstance(c.func, ast.Attribute) and c.func.attr == "from_pretrained" and not f.dead(c)
     ]

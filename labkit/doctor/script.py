@@ -278,7 +278,65 @@ def check_missing_set_epoch(f: ScriptFacts) -> list[Hit]:
                     why=why,
                 )
             )
+    for cyc, loader in _cycled_sharded_loaders(f):
+        why = (
+            (loader.lineno, f"`{short(loader)}` draws its order from a DistributedSampler (seed + epoch)"),
+            (cyc.lineno, f"`{short(cyc)}` keeps the first pass's batches and replays them, pass after pass"),
+            (None, "the sampler is never asked for a second epoch, so `set_epoch` could not reshuffle it either"),
+        )
+        hits.append(
+            Hit(
+                cyc.lineno,
+                "the DistributedSampler's loader is wrapped in `itertools.cycle`: every pass replays the first epoch's order "
+                "(cycle caches it) -- iterate the loader anew each epoch with `sampler.set_epoch(epoch)` instead",
+                why=why,
+            )
+        )
     return hits
+
+
+def _from_distributed_sampler(f: ScriptFacts, value: ast.AST | None, where: ast.AST) -> bool:
+    """`sampler=DistributedSampler(...)`, or a name that this function assigns one (in any branch)."""
+    if isinstance(value, ast.Call):
+        return f.call_name(value).split(".")[-1] == "DistributedSampler"
+    if not isinstance(value, ast.Name):
+        return False
+    return any(
+        isinstance(n, ast.Assign)
+        and value.id in _assigned_names(n)
+        and f.same_function(n, where)
+        and _from_distributed_sampler(f, n.value, where)
+        for n in ast.walk(f.tree)
+    )
+
+
+def _cycled_sharded_loaders(f: ScriptFacts) -> list[tuple[ast.Call, ast.Call]]:
+    """`itertools.cycle(loader)` of a DataLoader with a DistributedSampler, drawn with `next()`: cycle keeps the first
+    pass's batches and replays them, so the sampler is never asked for another epoch's order (no `set_epoch` can help).
+    Returns (the cycle call, the loader it cycles)."""
+    out = []
+    for c in f.calls_named("cycle"):
+        if "cycle" in f.functions or len(c.args) != 1 or f.dead(c):
+            continue  # the file's own `def cycle(loader): while True: for b in loader: yield b` is a pass loop
+        arg = c.args[0]
+        made = [arg] if isinstance(arg, ast.Call) else []
+        if isinstance(arg, ast.Name):
+            made = [
+                n.value
+                for n in ast.walk(f.tree)
+                if isinstance(n, ast.Assign)
+                and arg.id in _assigned_names(n)
+                and isinstance(n.value, ast.Call)
+                and f.same_function(n, c)
+                and n.lineno <= c.lineno
+            ]
+        for loader in made:
+            if f.call_name(loader).split(".")[-1] == "DataLoader" and _from_distributed_sampler(
+                f, kwarg(loader, "sampler"), loader
+            ):
+                out.append((c, loader))
+                break
+    return out
 
 
 def _passes(loop: ast.While) -> list[ast.For]:
@@ -444,10 +502,33 @@ def _assigned_names(node: ast.Assign) -> set[str]:
     return {unparse(e) for t in node.targets for e in (t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t])}
 
 
+def _length_filter(f: ScriptFacts) -> ast.Call | None:
+    """`dataset.filter(is_in_length_range, ...)` / `.filter(lambda ex: len(ex["labels"]) < max_len)`: examples past a
+    length bound are dropped before training, which bounds every length as truncation would. The predicate (a lambda,
+    or a function of this file) must compare a `len(...)` with something."""
+
+    def bounds_a_length(node: ast.AST) -> bool:
+        return any(
+            isinstance(cmp, ast.Compare)
+            and any(isinstance(c, ast.Call) and unparse(c.func) == "len" for c in ast.walk(cmp))
+            for cmp in ast.walk(node)
+        )
+
+    for c in f.calls:
+        if not (isinstance(c.func, ast.Attribute) and c.func.attr == "filter" and c.args) or f.dead(c):
+            continue
+        pred = c.args[0]
+        if isinstance(pred, ast.Lambda) and bounds_a_length(pred.body):
+            return c
+        if isinstance(pred, ast.Name) and any(bounds_a_length(d) for d in f.functions.get(pred.id, [])):
+            return c
+    return None
+
+
 def check_no_truncation(f: ScriptFacts) -> list[Hit]:
     """Untruncated inputs overflow the model's max length (T5: 512) or the GPU's memory on one long text."""
     hits = []
-    chunked = chunks_text(f)
+    chunked = chunks_text(f) or _length_filter(f) is not None
     enabled = f.calls_named("enable_truncation")  # a `tokenizers` tokenizer told to truncate every call
     for c in f.calls:
         if (

@@ -151,7 +151,8 @@ def wraps(f: ScriptFacts) -> list[Wrap]:
 
 def grad_allreduces(f: ScriptFacts) -> list[ast.Call]:
     """Gradients all-reduced by hand: `dist.all_reduce(p.grad)` (or in a loop over the parameters), or a helper
-    named for it (`average_gradients(model)`, `apply_gradient_allreduce(model)`). A loss averaged for the log is not."""
+    named for it (`average_gradients(model)`, `apply_gradient_allreduce(model)`), or an all-reduce helper handed the
+    gradients (`all_reduce_and_rescale_tensors(grads, 1)`). A loss averaged for the log is not."""
     out = []
     for c in f.calls:
         last = f.call_name(c).split(".")[-1]
@@ -159,7 +160,7 @@ def grad_allreduces(f: ScriptFacts) -> list[ast.Call]:
             continue
         if GRAD_SYNC_HELPER.search(last):
             out.append(c)
-        elif last in ALLREDUCE:
+        elif last in ALLREDUCE or re.search(r"all_?reduce", last, re.I):  # `all_reduce_and_rescale_tensors(grads)`
             context = [unparse(a) for a in c.args] + [
                 unparse(a.iter) for a in f.ancestors(c) if isinstance(a, (ast.For, ast.comprehension))
             ]
@@ -174,9 +175,26 @@ def grad_allreduces(f: ScriptFacts) -> list[ast.Call]:
 JOIN = ("init_process_group", "init_distributed")  # (a device mesh is DTensor parallelism: see WRAPPERS)
 
 
+# a project's helper named for joining (`set_dist(args)`, `init_distributed_mode(args)`, mmcv-style `init_dist`):
+# the README's rule 4, a helper named for the concern does it
+JOIN_HELPER = re.compile(r"^(init|setup|set_up|set|start)_?(dist|distributed|ddp)(_\w+)?$", re.I)
+
+
 def joins_group(f: ScriptFacts) -> ast.Call | None:
-    """The call that joins the process group (`dist.init_process_group`, `init_device_mesh`), if any runs."""
-    return next((c for c in f.calls_named(*JOIN) if not f.dead(c)), None)
+    """The call that joins the process group (`dist.init_process_group`, `init_device_mesh`, or a project helper
+    named for it), if any runs."""
+    return next(
+        (
+            c
+            for c in f.calls
+            if not f.dead(c)
+            and (
+                f.call_name(c).split(".")[-1] in JOIN
+                or (JOIN_HELPER.search(f.call_name(c).split(".")[-1]) and project_helper(f, c))
+            )
+        ),
+        None,
+    )
 
 
 # a project helper named for setting the run up (or from a module named so) may wrap the model it makes
@@ -222,6 +240,10 @@ def check_model_not_wrapped(f: ScriptFacts) -> list[Hit]:
     join, step = joins_group(f), hand_loop(f)
     if join is None or step is None or grad_allreduces(f) or guarded(f, step):
         return []  # (a step behind a rank test: one rank trains, the others serve it)
+    if f.call_name(join).split(".")[-1] not in JOIN and not optimizers(f).sources:
+        # joined by the project's helper, and the optimizer is not made in this file either (SlowFast's
+        # `construct_optimizer(model, cfg)` on a `build_model(cfg)` that wraps it): the project's setup, not this file's
+        return []
     found = wraps(f)
     if any(w.undone is None for w in found):
         return []
