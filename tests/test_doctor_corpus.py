@@ -79,6 +79,7 @@ THIRD = [e for e in ENTRIES if e["split"] == "heldout3"]  # gathered after both 
 FOURTH = [e for e in ENTRIES if e["split"] == "heldout4"]  # gathered after heldout3 was scored and fed back
 FIFTH = [e for e in ENTRIES if e["split"] == "heldout5"]  # gathered after heldout4 was scored and fed back
 SIXTH = [e for e in ENTRIES if e["split"] == "heldout6"]  # gathered after heldout5 was scored and fed back
+SEVENTH = [e for e in ENTRIES if e["split"] == "heldout7"]  # gathered while heldout6 was fed back
 
 
 def test_heldout_is_a_third_drawn_with_the_recorded_seed():
@@ -110,6 +111,13 @@ def test_the_fourth_heldout_set_comes_from_repositories_no_earlier_split_used():
     assert not {e["repo"] for e in FOURTH} & {e["repo"] for e in FIRST + SECOND + THIRD}
     assert len({e["repo"] for e in FOURTH}) == len(FOURTH)  # one script a repository
     assert {"cv", "nlp", "speech", "diffusion", "llm", "chinese"} <= {e["area"] for e in FOURTH}
+
+
+def test_the_seventh_heldout_set_comes_from_repositories_no_earlier_split_used():
+    assert len(SEVENTH) >= 25
+    assert not {e["repo"] for e in SEVENTH} & {e["repo"] for e in FIRST + SECOND + THIRD + FOURTH + FIFTH + SIXTH}
+    assert len({e["repo"] for e in SEVENTH}) == len(SEVENTH)  # one script a repository
+    assert {"cv", "nlp", "speech", "diffusion", "llm", "chinese"} <= {e["area"] for e in SEVENTH}
 
 
 def test_the_sixth_heldout_set_comes_from_repositories_no_earlier_split_used():
@@ -151,7 +159,7 @@ def scored_corpus():
     "split",
     [
         pytest.param(n, marks=pytest.mark.xfail(strict=False, reason=BELOW_LINE[n])) if n in BELOW_LINE else n
-        for n in ("heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "all")
+        for n in ("heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7", "all")
     ],
 )
 def test_the_doctor_meets_the_line_on_the_whole_corpus_and_each_heldout_split(scored_corpus, split):
