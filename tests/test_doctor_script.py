@@ -165,6 +165,10 @@ EXPECTED: dict[str, set[str]] = {
     "lightning_trainer_from_argparse.py": {"no_warmup"},  # the Trainer's flags hold no schedule
     "clip_in_one_branch.py": {"no_grad_clip"},  # the clip is in the a2c arm, the ppo arm steps unclipped
     "length_filter_instead_of_truncation.py": set(),  # `.filter(fits)` drops examples past the window
+    # round 8 (heldout7 fed back)
+    "seed_through_library_module.py": set(),  # `util.seed(args.seed)`: a library's module function named for it
+    "seed_per_run_loop.py": set(),  # `for seed in seeds: set_random_seed(seed); model = ...; train(model)`
+    "namespace_handed_to_config.py": set(),  # `config = get_config(args)` reads `--local_rank` elsewhere
 }
 
 
@@ -1382,3 +1386,33 @@ def test_examples_filtered_to_the_window_need_no_truncation():
     # a filter that bounds nothing (drops empty summaries by content) leaves the lengths open
     loose = src.replace("return len(input_ids) <= MAX_LEN and len(labels) <= 128", "return bool(labels)")
     assert set(_codes(loose)) == {"no_truncation"}
+
+
+# ---- round 8: heldout7 fed back ------------------------------------------------------------------------------------
+def test_a_library_modules_seed_function_seeds_but_an_objects_seed_method_does_not():
+    src = _fixture("seed_through_library_module.py")
+    assert _codes(src) == []
+    # gym's `env.seed(s)` seeds the environment only; torch's `torch.seed()` draws a fresh, random seed
+    env = src.replace("    util.seed(args.seed)\n", "    env = make_env()\n    env.seed(args.seed)\n")
+    assert _codes(env) == ["no_seed"]
+    assert _codes(src.replace("util.seed(args.seed)", "torch.seed()")) == ["no_seed"]
+
+
+def test_a_seed_at_the_top_of_each_run_seeds_the_model_that_run_builds():
+    src = _fixture("seed_per_run_loop.py")
+    assert _codes(src) == []
+    # the model built once, before the loop: a seed per iteration then only seeds the later draws
+    before = src.replace(
+        "        model = torch.nn.Sequential(torch.nn.Linear(8, 32), torch.nn.ReLU(), torch.nn.Linear(32, 1))\n", ""
+    ).replace(
+        "    losses = []\n",
+        "    losses = []\n    model = torch.nn.Sequential(torch.nn.Linear(8, 32), torch.nn.ReLU(), torch.nn.Linear(32, 1))\n",
+    )
+    assert _codes(before) == ["no_seed"]
+
+
+def test_a_namespace_handed_to_the_projects_config_may_use_its_local_rank():
+    src = _fixture("namespace_handed_to_config.py")
+    assert _codes(src) == []
+    kept = src.replace("    config = get_config(args)\n", "    config = load_yaml(args.cfg)\n")
+    assert _codes("from config import load_yaml\n" + kept) == ["unused_local_rank_arg"]

@@ -308,6 +308,21 @@ def check_legacy_launch(f: ScriptFacts) -> list[tuple]:
     return hits
 
 
+def _namespace_handed_on(f: ScriptFacts) -> ast.Call | None:
+    """The parsed namespace handed whole to the project's own code (`config = get_config(args)`, Swin/TinyViT):
+    whatever it does with `args.local_rank` happens where this file cannot see."""
+    spaces = set()
+    for node in ast.walk(f.tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            if f.call_name(node.value).split(".")[-1] in ("parse_args", "parse_known_args"):
+                t = node.targets[0]
+                spaces.add(unparse(t.elts[0] if isinstance(t, (ast.Tuple, ast.List)) else t))
+    for c in f.calls:
+        if not f.dead(c) and project_helper(f, c) and any(unparse(a) in spaces for a in c.args):
+            return c
+    return None
+
+
 def check_unused_local_rank_arg(f: ScriptFacts) -> list[tuple[int, str]]:
     """A `--local_rank` argument that decides nothing: kept so the deprecated launcher's `--local_rank=N`
     parses. Harmless today, misleading to the next reader (a note, not a warning)."""
@@ -316,6 +331,8 @@ def check_unused_local_rank_arg(f: ScriptFacts) -> list[tuple[int, str]]:
         return []
     if arg.fills_env is not None and arg.overwrite is None:
         return []  # it fills LOCAL_RANK when the launcher did not: the value decides the rank's device there
+    if arg.overwrite is None and _namespace_handed_on(f) is not None:
+        return []  # `config = get_config(args)`: the project's code reads the whole namespace, its local rank too
     if arg.overwrite is not None:
         source = "LOCAL_RANK from the environment" if arg.from_env else f"`{unparse(arg.overwrite.value)}`"
         why = f"line {arg.overwrite.lineno} replaces it with {source}"

@@ -374,10 +374,28 @@ def _seed_calls(f: ScriptFacts, numpy_too: bool = False) -> list[ast.Call]:
             continue
         if last.startswith("manual_seed") and (not name.startswith("torch") or "()" in name):
             continue  # torch.Generator().manual_seed(...) seeds a private generator
-        if last in ("initial_seed", "seed") or last.startswith("get_"):
+        if last == "seed" and c.args and _module_function(f, c) and not name.startswith("torch."):
+            out.append(c)  # `util.seed(seed)` (audiotools): a library's function named for seeding, handed the seed
             continue
+        if last in ("initial_seed", "seed") or last.startswith("get_"):
+            continue  # torch.seed() draws a fresh seed; `env.seed(s)` seeds an environment, not torch
         out.append(c)
     return out
+
+
+def _module_function(f: ScriptFacts, c: ast.Call) -> bool:
+    """`util.seed(...)` where `util` is an imported module (`from audiotools.core import util`), not an object's
+    method (`env.seed(...)`)."""
+    root = c.func
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    if not (isinstance(root, ast.Name) and isinstance(c.func, ast.Attribute)):
+        return False
+    return any(
+        isinstance(n, (ast.Import, ast.ImportFrom))
+        and any((a.asname or a.name).split(".")[0] == root.id for a in n.names)
+        for n in ast.walk(f.tree)
+    )
 
 
 def _lift(f: ScriptFacts, node: ast.AST, func: ast.AST | None) -> ast.AST | None:
@@ -395,6 +413,39 @@ def _lift(f: ScriptFacts, node: ast.AST, func: ast.AST | None) -> ast.AST | None
     return None
 
 
+def _seeds_each_run(f: ScriptFacts, loop: ast.AST, seed: ast.Call, run: ast.AST) -> bool:
+    """`for seed in seeds: set_random_seed(seed); model = build_model(args); pretrain(model, ...)`: the loop is over
+    runs, not steps -- after the seed, its body builds the model that the call that trains is handed, so every run
+    starts seeded (GraphMAE's repeated runs). A model is what is moved (`.to()`/`.cuda()`) or trained (`.parameters()`)
+    in the loop, or what the callee trains. A seed in a loop that trains a model built before it seeds later draws."""
+    if not isinstance(run, ast.Call):
+        return False
+    callee_models = set()
+    for target in f.targets(run):  # `train(model, loader)` whose body makes an optimizer of `model.parameters()`
+        params = [a.arg for a in target.args.posonlyargs + target.args.args]
+        used = {
+            unparse(n.func.value)
+            for n in ast.walk(target)
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "parameters"
+        }
+        callee_models.update(unparse(a) for a, name in zip(run.args, params) if name in used)
+    moved = {
+        unparse(n.func.value)
+        for n in ast.walk(loop)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("to", "cuda", "parameters")
+    }
+    handed = {
+        unparse(a) for a in (*run.args, *(k.value for k in run.keywords)) if isinstance(a, (ast.Name, ast.Attribute))
+    }
+    return any(
+        isinstance(n, ast.Assign)
+        and isinstance(n.value, ast.Call)
+        and seed.lineno < n.lineno < run.lineno
+        and any(unparse(t) in handed and (unparse(t) in moved or unparse(t) in callee_models) for t in n.targets)
+        for n in ast.walk(loop)
+    )
+
+
 def _seeds_too_late(f: ScriptFacts, seed: ast.Call, training: ast.AST) -> str | None:
     """Why `seed` comes too late to make the run reproducible -- inside the training loop (per-step inputs) or
     after the training step (a sampling generator) -- or None when it can run before training starts."""
@@ -405,7 +456,7 @@ def _seeds_too_late(f: ScriptFacts, seed: ast.Call, training: ast.AST) -> str | 
     if here is None:
         return None
     inner = next((a for a in f.ancestors(here) if isinstance(a, (ast.For, ast.While))), None)
-    if inner is not None and any(a is inner for a in f.ancestors(seed)):
+    if inner is not None and any(a is inner for a in f.ancestors(seed)) and not _seeds_each_run(f, inner, seed, here):
         return (
             f"runs inside the training loop (line {inner.lineno}): it seeds each step's draws, after the model is built"
         )
