@@ -169,6 +169,9 @@ EXPECTED: dict[str, set[str]] = {
     "seed_through_library_module.py": set(),  # `util.seed(args.seed)`: a library's module function named for it
     "seed_per_run_loop.py": set(),  # `for seed in seeds: set_random_seed(seed); model = ...; train(model)`
     "namespace_handed_to_config.py": set(),  # `config = get_config(args)` reads `--local_rank` elsewhere
+    # round 9 (heldout8 fed back)
+    "seed_cpu_arm_only.py": {"no_seed"},  # torch.manual_seed only in the `else` of `if torch.cuda.is_available()`
+    "own_trainer_private_epoch.py": {"no_seed"},  # the project's Trainer run through `trainer._train_epoch()`
 }
 
 
@@ -1416,3 +1419,26 @@ def test_a_namespace_handed_to_the_projects_config_may_use_its_local_rank():
     assert _codes(src) == []
     kept = src.replace("    config = get_config(args)\n", "    config = load_yaml(args.cfg)\n")
     assert _codes("from config import load_yaml\n" + kept) == ["unused_local_rank_arg"]
+
+
+# ---- round 9: heldout8 fed back ------------------------------------------------------------------------------------
+def test_a_seed_only_in_the_cpu_arm_leaves_a_gpu_run_unseeded():
+    src = _fixture("seed_cpu_arm_only.py")
+    [hit] = check_source(src)
+    assert hit.code == "no_seed" and "runs only without a GPU" in " ".join(t for _, t in hit.why)
+    # seeded in both arms (or before the `if`), the run is seeded
+    both = src.replace("        torch.cuda.manual_seed(123)\n", "        torch.manual_seed(123)\n")
+    assert _codes(both) == []
+    # `if not torch.cuda.is_available(): torch.manual_seed(...)`: the same CPU-only seed, written the other way round
+    negated = src.replace(
+        "    if torch.cuda.is_available():\n        torch.cuda.manual_seed(123)\n    else:\n        torch.manual_seed(123)\n",
+        "    if not torch.cuda.is_available():\n        torch.manual_seed(123)\n",
+    )
+    assert _codes(negated) == ["no_seed"]
+
+
+def test_the_projects_trainer_run_through_its_private_epoch_method_is_a_run_to_seed():
+    src = _fixture("own_trainer_private_epoch.py")
+    [hit] = check_source(src)
+    assert hit.code == "no_seed" and "the project's own code" in hit.message
+    assert _codes(src.replace("    model = torch.nn", "    torch.manual_seed(0)\n    model = torch.nn")) == []

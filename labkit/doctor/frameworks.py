@@ -109,7 +109,8 @@ def _framework(f: ScriptFacts) -> str:
     return "torch"
 
 
-RUNS = re.compile(r"^(train|fit|run)|loop$", re.I)  # train(), fit(), run_loop(), train_loop(), run()
+# train(), fit(), run_loop(), train_loop(), run(), and the private `_train_epoch()` a script calls epoch by epoch
+RUNS = re.compile(r"^_*(train|fit|run)|loop$", re.I)
 
 
 def _given_model(call: ast.Call) -> bool:

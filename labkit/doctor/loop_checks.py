@@ -572,6 +572,16 @@ def _gpu_only(f: ScriptFacts, seed: ast.Call) -> str | None:
     DataLoader shuffles with the CPU generator."""
     if f.call_name(seed) in ("torch.cuda.manual_seed", "torch.cuda.manual_seed_all"):
         return "seeds only the GPU generators: weights built on the CPU and the loader's shuffle stay unseeded"
+    child = seed
+    for a in f.ancestors(seed):  # `if torch.cuda.is_available(): torch.cuda.manual_seed(s) else: torch.manual_seed(s)`
+        if isinstance(a, ast.If) and "cuda.is_available" in unparse(a.test):
+            negated = isinstance(a.test, ast.UnaryOp) and isinstance(a.test.op, ast.Not)
+            if (child in a.orelse) != negated:
+                return (
+                    f"runs only without a GPU (the CPU arm of `if {short(a.test)}` at line {a.lineno}): on a GPU "
+                    "only the CUDA generators are seeded"
+                )
+        child = a
     return None
 
 
