@@ -1,4 +1,4 @@
-"""`python -m labkit.doctor.corpus [--split dev|heldout|heldout2|heldout3|heldout4|heldout5|heldout6|heldout7|heldout8|all]`: the script doctor scored on real public scripts.
+"""`python -m labkit.doctor.corpus [--split dev|heldout|heldout2|heldout3|heldout4|heldout5|heldout6|heldout7|heldout8|heldout9|all]`: the script doctor scored on real public scripts.
 
 tests/fixtures/doctor_corpus holds training scripts copied from public repositories
 and labelled by hand against the contract of `labkit doctor script` before the
@@ -23,7 +23,7 @@ fourth, gathered after heldout3 had been scored and fed back in its turn; `heldo
 had been fed back, by two labellers, 28 scripts; `heldout6` a sixth, gathered after heldout5 had been fed back, by
 two labellers, 28 scripts; `heldout7` a seventh, gathered while heldout6 was being fed back, by two labellers, 25
 scripts, scored once on round 7's doctor; `heldout8` an eighth, gathered while heldout7 was being fed back, 23 scripts,
-scored once on round 8's doctor.
+scored once on round 8's doctor; `heldout9` a ninth, 13 scripts, scored once on round 9's doctor.
 """
 
 from __future__ import annotations
@@ -39,7 +39,18 @@ from labkit.doctor.script import CHECKS, check_source
 CORPUS_DIR = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "doctor_corpus"
 # The codes a label may use: the doctor's (model_not_wrapped, which issue #29 added, among them).
 CONTRACT = tuple(CHECKS)
-SPLITS = ("dev", "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7", "heldout8")
+SPLITS = (
+    "dev",
+    "heldout",
+    "heldout2",
+    "heldout3",
+    "heldout4",
+    "heldout5",
+    "heldout6",
+    "heldout7",
+    "heldout8",
+    "heldout9",
+)
 RECALL_LINE = 0.95  # issue #29: recall >= 95 %
 FALSE_ALARMS_PER_20_LINE = 1.0  # ... and at most 1 false alarm per 20 scripts
 PROVENANCE = ("file", "repo", "path", "commit", "licence", "copyright", "licence_file", "domain", "split")
