@@ -171,7 +171,8 @@ BELOW_LINE: dict[str, str] = {
     "back: 94.3 %, 1.60 (corpus README)",
     "heldout8": "scored once, blind, at fcf9672: 83.3 % recall (20 of 24), 0.00 false alarms per 20; round 9 fed it "
     "back: 91.7 %, 0.00 (corpus README)",
-    "heldout9": "scored once, blind, at d0417f6: 68.2 % recall (15 of 22), 0.00 false alarms per 20 (corpus README)",
+    "heldout9": "scored once, blind, at d0417f6: 68.2 % recall (15 of 22), 0.00 false alarms per 20; round 10: 72.7 %, "
+    "0.00 (corpus README)",
 }
 
 

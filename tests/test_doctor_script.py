@@ -172,6 +172,8 @@ EXPECTED: dict[str, set[str]] = {
     # round 9 (heldout8 fed back)
     "seed_cpu_arm_only.py": {"no_seed"},  # torch.manual_seed only in the `else` of `if torch.cuda.is_available()`
     "own_trainer_private_epoch.py": {"no_seed"},  # the project's Trainer run through `trainer._train_epoch()`
+    # round 10 (heldout9 read): `optimizer = get_optimizer(cfg, model)` handed to the project's `train(...)` per epoch
+    "optimizer_from_project_helper.py": {"no_seed", "no_grad_clip"},  # no_grad_clip: unknown (the helper's)
 }
 
 
@@ -1442,3 +1444,18 @@ def test_the_projects_trainer_run_through_its_private_epoch_method_is_a_run_to_s
     [hit] = check_source(src)
     assert hit.code == "no_seed" and "the project's own code" in hit.message
     assert _codes(src.replace("    model = torch.nn", "    torch.manual_seed(0)\n    model = torch.nn")) == []
+
+
+# ---- round 10: heldout9 read (after its blind score) ---------------------------------------------------------------
+def test_an_optimizer_from_the_projects_helper_handed_to_its_train_function_is_a_run():
+    src = _fixture("optimizer_from_project_helper.py")
+    found = {f.code: f.severity for f in check_source(src)}
+    assert found == {"no_seed": "warning", "no_grad_clip": "unknown"}
+    assert _codes(src.replace("    model = torch.nn", "    torch.manual_seed(0)\n    model = torch.nn")) == [
+        "no_grad_clip"
+    ]
+    # a helper not named for an optimizer hands on nothing the doctor can call one
+    other = src.replace("optimizer = get_optimizer(args, model)", "optimizer = get_config(args, model)").replace(
+        "from utils.utils import get_optimizer", "from utils.utils import get_config"
+    )
+    assert _codes(other) == []

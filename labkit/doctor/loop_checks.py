@@ -149,8 +149,26 @@ def helper_loop(f: ScriptFacts) -> ast.Call | None:
             or not any(isinstance(a, (ast.For, ast.While)) for a in f.ancestors(c))
         ):
             continue
-        if any(flow.chain(a) for a in c.args + [k.value for k in c.keywords]):
+        if any(flow.chain(a) or _optimizer_from_helper(f, a) for a in c.args + [k.value for k in c.keywords]):
             return c
+    return None
+
+
+def _optimizer_from_helper(f: ScriptFacts, value: ast.AST) -> ast.Call | None:
+    """`optimizer = get_optimizer(cfg, model)`: a variable assigned what the project's own helper named for making an
+    optimizer returned (HRNet, SlowFast's `construct_optimizer`), then handed on: the assignment's call."""
+    if not isinstance(value, ast.Name):
+        return None
+    for n in ast.walk(f.tree):
+        if (
+            isinstance(n, ast.Assign)
+            and isinstance(n.value, ast.Call)
+            and any(isinstance(t, ast.Name) and t.id == value.id for t in n.targets)
+            and re.search(r"optim", f.call_name(n.value).split(".")[-1], re.I)
+            and project_helper(f, n.value)
+            and not f.dead(n)
+        ):
+            return n.value
     return None
 
 
@@ -260,8 +278,14 @@ def _handed_over(f: ScriptFacts, step: ast.Call | None, concern: str) -> Hit | N
             unknown=True,
         )
     if helper is not None:
-        chain = next(
-            optimizers(f).chain(a) for a in helper.args + [k.value for k in helper.keywords] if optimizers(f).chain(a)
+        handed = helper.args + [k.value for k in helper.keywords]
+        chain = next((optimizers(f).chain(a) for a in handed if optimizers(f).chain(a)), None) or next(
+            (
+                ((made.lineno, f"`{short(made)}` makes the optimizer: the project's own code"),)
+                for a in handed
+                if (made := _optimizer_from_helper(f, a)) is not None
+            ),
+            (),
         )
         why = (
             *chain,
